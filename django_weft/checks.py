@@ -1,0 +1,95 @@
+"""System checks for every ``WEFT_*`` setting, each with a stable id."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Warning, register
+from django.db import connections
+from django.utils.module_loading import import_string
+
+from django_weft.conf import weft_settings
+
+
+def _import_subclass(setting: str, path: Any, base_path: str, check_id: str) -> list[CheckMessage]:
+    base = import_string(base_path)
+    try:
+        cls = import_string(path)
+    except ImportError as error:
+        return [Error(f"{setting} = {path!r} cannot be imported: {error}.", id=check_id)]
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        return [
+            Error(f"{setting} = {path!r} is not a subclass of {base_path}.", id=check_id)
+        ]
+    return []
+
+
+@register()
+def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    messages += _import_subclass(
+        "WEFT_CLOCK", weft_settings._get("WEFT_CLOCK"), "django_weft.clocks.Clock", "django_weft.E001"
+    )
+    messages += _import_subclass(
+        "WEFT_EXECUTOR",
+        weft_settings._get("WEFT_EXECUTOR"),
+        "django_weft.executors.Executor",
+        "django_weft.E002",
+    )
+    concurrency = weft_settings._get("WEFT_CONCURRENCY")
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        messages.append(
+            Error(f"WEFT_CONCURRENCY must be a positive integer, not {concurrency!r}.", id="django_weft.E003")
+        )
+    for name in ("WEFT_GRACE", "WEFT_CATCH_UP_WINDOW"):
+        value = weft_settings._get(name)
+        if not isinstance(value, timedelta) or value < timedelta(0):
+            messages.append(
+                Error(f"{name} must be a timedelta of zero or more, not {value!r}.", id="django_weft.E004")
+            )
+    seconds_ok = True
+    for name in (
+        "WEFT_POLL_INTERVAL",
+        "WEFT_SHUTDOWN_GRACE",
+        "WEFT_HEARTBEAT_INTERVAL",
+        "WEFT_LOST_AFTER",
+        "WEFT_ABORT_POLL_INTERVAL",
+    ):
+        value = weft_settings._get(name)
+        if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+            seconds_ok = False
+            messages.append(
+                Error(f"{name} must be a positive number of seconds, not {value!r}.", id="django_weft.E005")
+            )
+    if seconds_ok and weft_settings.LOST_AFTER <= 2 * weft_settings.HEARTBEAT_INTERVAL:
+        messages.append(
+            Error(
+                f"WEFT_LOST_AFTER ({weft_settings.LOST_AFTER}s) must be more than twice "
+                f"WEFT_HEARTBEAT_INTERVAL ({weft_settings.HEARTBEAT_INTERVAL}s), or live "
+                "workers' runs would be finished as lost.",
+                id="django_weft.E006",
+            )
+        )
+    return messages
+
+
+@register(deploy=False)
+def check_sqlite_transactions(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    for alias, database in settings.DATABASES.items():
+        if connections[alias].vendor != "sqlite":
+            continue
+        mode = str(database.get("OPTIONS", {}).get("transaction_mode", "")).upper()
+        if mode != "IMMEDIATE":
+            messages.append(
+                Warning(
+                    f'Database "{alias}" is SQLite without "transaction_mode": "IMMEDIATE".',
+                    hint="Concurrent starts can then fail with 'database is locked'; add "
+                    '"OPTIONS": {"transaction_mode": "IMMEDIATE"} to the database settings.',
+                    id="django_weft.W001",
+                )
+            )
+    return messages

@@ -1,0 +1,75 @@
+"""Where the scheduler reads time.
+
+The worker loop asks its clock for ``now()`` and waits through it with
+``sleep_until()``; nothing below the loop reads the time, it is handed ``now``. The
+clock is chosen by ``WEFT_CLOCK`` (an import string) or ``runjobs --clock``; the driven
+clock for tests and rehearsals is :class:`django_weft.testing.DrivenClock`.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+from functools import cache
+from typing import TYPE_CHECKING
+
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.utils.module_loading import import_string
+
+from django_weft.conf import weft_settings
+
+if TYPE_CHECKING:
+    from django_weft.worker import Worker
+
+
+class Clock:
+    """The interface every clock implements."""
+
+    #: A driven clock moves time only when every run in flight has finished, so that
+    #: what a test observes after ``advance()`` does not depend on thread timing.
+    waits_for_runs = False
+
+    def now(self) -> datetime:
+        raise NotImplementedError
+
+    def sleep_until(self, moment: datetime | None, wake: threading.Event, longest: float) -> None:
+        """Return at ``moment``, when ``wake`` is set, or after ``longest`` seconds."""
+        raise NotImplementedError
+
+    def attach(self, worker: Worker) -> None:
+        """Called by each worker built on this clock; only a driven clock needs it."""
+
+
+class SystemClock(Clock):
+    """The machine's clock, in UTC."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def sleep_until(self, moment: datetime | None, wake: threading.Event, longest: float) -> None:
+        timeout = longest
+        if moment is not None:
+            timeout = min(timeout, max(0.0, (moment - self.now()).total_seconds()))
+        wake.wait(timeout)
+        wake.clear()
+
+
+def load_clock(path: str | None = None) -> Clock:
+    """A new clock from an import string (default: ``WEFT_CLOCK``)."""
+    clock = _clock_class(path or weft_settings.CLOCK)()
+    if not isinstance(clock, Clock):
+        raise TypeError(f"{path or weft_settings.CLOCK} is not a django_weft.clocks.Clock")
+    return clock
+
+
+@cache
+def _clock_class(path: str) -> type[Clock]:
+    cls: type[Clock] = import_string(path)
+    return cls
+
+
+@receiver(setting_changed)
+def _reset_clock_cache(*, setting: str, **kwargs: object) -> None:
+    if setting == "WEFT_CLOCK":
+        _clock_class.cache_clear()

@@ -1,0 +1,88 @@
+"""The app's settings, read through one object on every access.
+
+Each property reads ``django.conf.settings`` when it is used, never at import time, so
+``override_settings`` in tests and settings changed at start-up are always seen.
+Validation lives in :mod:`django_weft.checks`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings as django_settings
+
+
+class WeftSettings:
+    """Every ``WEFT_*`` setting with its default."""
+
+    defaults: dict[str, Any] = {
+        "WEFT_CLOCK": "django_weft.clocks.SystemClock",
+        "WEFT_EXECUTOR": "django_weft.executors.ThreadExecutor",
+        "WEFT_CONCURRENCY": 4,
+        "WEFT_POLL_INTERVAL": 1.0,
+        "WEFT_GRACE": timedelta(minutes=5),
+        "WEFT_CATCH_UP_WINDOW": timedelta(days=1),
+        "WEFT_SHUTDOWN_GRACE": 30.0,
+        "WEFT_HEARTBEAT_INTERVAL": 5.0,
+        "WEFT_LOST_AFTER": 30.0,
+        "WEFT_ABORT_POLL_INTERVAL": 0.2,
+    }
+
+    def _get(self, name: str) -> Any:
+        return getattr(django_settings, name, self.defaults[name])
+
+    @property
+    def CLOCK(self) -> str:
+        """Import string of the clock the scheduler reads time through."""
+        return str(self._get("WEFT_CLOCK"))
+
+    @property
+    def EXECUTOR(self) -> str:
+        """Import string of the executor that runs claimed runs."""
+        return str(self._get("WEFT_EXECUTOR"))
+
+    @property
+    def CONCURRENCY(self) -> int:
+        """How many runs one ``runjobs`` process executes at once."""
+        return int(self._get("WEFT_CONCURRENCY"))
+
+    @property
+    def POLL_INTERVAL(self) -> float:
+        """Longest idle sleep in seconds between two looks at the database."""
+        return float(self._get("WEFT_POLL_INTERVAL"))
+
+    @property
+    def GRACE(self) -> timedelta:
+        """Default lateness after which a periodic fire counts as missed."""
+        value: timedelta = self._get("WEFT_GRACE")
+        return value
+
+    @property
+    def CATCH_UP_WINDOW(self) -> timedelta:
+        """Default window of missed slots that ``catch_up="all"`` makes up."""
+        value: timedelta = self._get("WEFT_CATCH_UP_WINDOW")
+        return value
+
+    @property
+    def SHUTDOWN_GRACE(self) -> float:
+        """Seconds running runs get to finish after a stop signal before they are aborted."""
+        return float(self._get("WEFT_SHUTDOWN_GRACE"))
+
+    @property
+    def HEARTBEAT_INTERVAL(self) -> float:
+        """Seconds between two heartbeats of a ``runjobs`` process."""
+        return float(self._get("WEFT_HEARTBEAT_INTERVAL"))
+
+    @property
+    def LOST_AFTER(self) -> float:
+        """Seconds without a heartbeat after which a worker's runs are finished as lost."""
+        return float(self._get("WEFT_LOST_AFTER"))
+
+    @property
+    def ABORT_POLL_INTERVAL(self) -> float:
+        """Seconds between two looks for abort requests where no NOTIFY wakes the worker."""
+        return float(self._get("WEFT_ABORT_POLL_INTERVAL"))
+
+
+weft_settings = WeftSettings()

@@ -1,0 +1,65 @@
+"""Errors that callers of the public API are expected to catch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+
+class WeftError(Exception):
+    """Base class of every error django-weft raises on purpose."""
+
+
+class UnknownJob(WeftError, LookupError):
+    """No job of that name is registered in the code deployed in this process."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f'no job named "{name}" is registered')
+
+
+class InvalidArgs(WeftError, ValueError):
+    """A job's args failed its args serializer; ``errors`` maps each field to its messages."""
+
+    def __init__(self, job: str, errors: Mapping[str, Sequence[str]]) -> None:
+        self.job = job
+        self.errors = {field: [str(m) for m in messages] for field, messages in errors.items()}
+        details = "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in self.errors.items())
+        super().__init__(f'invalid args for job "{job}": {details}')
+
+
+class StartRefused(WeftError):
+    """A start was refused before any row was written."""
+
+
+class ConcurrencyLimitReached(StartRefused):
+    """The job already has as many unfinished runs as its concurrency limit allows."""
+
+    def __init__(self, job: str, limit: int, key: str | None) -> None:
+        self.job = job
+        self.limit = limit
+        self.key = key
+        scope = f' for key "{key}"' if key else ""
+        super().__init__(
+            f'job "{job}" allows {limit} unfinished run{"s" if limit != 1 else ""} at once{scope}; '
+            "wait for one to finish or abort it"
+        )
+
+
+class RunAborted(WeftError):
+    """Raised inside a run by ``sleep()``/``check()`` once an abort was requested.
+
+    It derives from :class:`Exception` so that ``finally`` blocks run as usual; a job that
+    catches it and carries on is still finished as ``aborted``.
+    """
+
+
+class IdempotencyKeyReused(StartRefused):
+    """An idempotency key came back with different args than the run it names."""
+
+    def __init__(self, job: str, key: str) -> None:
+        self.job = job
+        self.key = key
+        super().__init__(
+            f'idempotency key "{key}" of job "{job}" was used for a run with other args; '
+            "use a new key for a new request"
+        )

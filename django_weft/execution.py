@@ -1,0 +1,58 @@
+"""The run step: call the job function outside any transaction, then finish the run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from django_weft.context import RunContext
+from django_weft.exceptions import RunAborted
+from django_weft.jobs import Job, registry
+from django_weft.models import Run, RunStatus
+from django_weft.runs import finish
+
+logger = logging.getLogger("django_weft.execution")
+
+
+def execute(run: Run, *, abort: threading.Event, now: Callable[[], datetime]) -> Run | None:
+    """Run one claimed run to its outcome; never raises for what the job does."""
+    job = registry.deployed(run.job, run.job_version)
+    if job is None:
+        # Claiming filters on deployed jobs, so only a redeploy in between gets here.
+        return finish(
+            run.pk, RunStatus.FAILED, now=now(), error_type="UnknownJob",
+            error_message=f'job "{run.job}" version {run.job_version} is not deployed here',
+        )
+    context = RunContext(run, abort=abort)
+    status, result, error_type, error_message = RunStatus.DONE, None, "", ""
+    try:
+        result = _validate_result(job, _call(job, context))
+    except RunAborted:
+        status = RunStatus.ABORTED
+    except Exception as error:
+        logger.info("%s run %s raised %s: %s", run.job, run.pk, type(error).__name__, error)
+        status, error_type, error_message = RunStatus.FAILED, type(error).__name__, str(error)
+    if status == RunStatus.DONE and abort.is_set():
+        # The job swallowed the abort and carried on; it was still aborted.
+        status = RunStatus.ABORTED
+    return finish(
+        run.pk, status, now=now(), result=result, error_type=error_type, error_message=error_message
+    )
+
+
+def _call(job: Job, context: RunContext) -> Any:
+    args = job.decode_args(context.run.args)
+    if job.is_async:
+        return asyncio.run(job.func(context, **args))
+    return job.func(context, **args)
+
+
+def _validate_result(job: Job, result: Any) -> Any:
+    if job.result is None:
+        return result
+    field = job.result()
+    return field.to_representation(field.run_validation(result))

@@ -1,0 +1,223 @@
+"""Jobs: what a schedule or a start runs, registered in code by name.
+
+A job is a function decorated with :func:`job`. The registry maps each name to the one
+version deployed in this process; runs stored for a name or version that is not here
+are *blocked* (never executed, their args never decoded).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rest_framework import serializers
+
+from django_weft.exceptions import InvalidArgs, UnknownJob
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+    from django_weft.context import RunContext
+    from django_weft.models import Run
+    from django_weft.outcomes import FinishContext, Outcome
+
+JobFunction = Callable[..., Any]
+FinishHook = Callable[["Outcome", "FinishContext"], None]
+ConcurrencyKey = Callable[[Mapping[str, Any], "AbstractBaseUser | None"], "str | None"]
+
+
+class NoArgs(serializers.Serializer[Any]):
+    """The args serializer of a job that takes no args."""
+
+
+@dataclass(frozen=True)
+class StateSpec:
+    """The state document each run of a job gets: its schema name, version and first value."""
+
+    name: str
+    version: int = 1
+    initial: Callable[[], dict[str, Any]] = dict
+
+
+@dataclass
+class Job:
+    """A registered job: the function to run and the contract its runs are held to."""
+
+    func: JobFunction
+    name: str
+    version: int = 1
+    args: type[serializers.Serializer[Any]] = NoArgs
+    result: type[serializers.Field[Any, Any, Any, Any]] | None = None
+    state: StateSpec | None = None
+    concurrency: int | None = None
+    concurrency_key: ConcurrencyKey | None = None
+    queue: str = "default"
+    private_args: Sequence[str] = ()
+    finish_hook: FinishHook | None = field(default=None, repr=False)
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.func)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calling the job calls its function, so jobs stay plain functions in tests."""
+        return self.func(*args, **kwargs)
+
+    def validate_args(self, args: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Validate ``args`` and return them in their stored (JSON) form.
+
+        Unknown keys are refused too: a typo in a schedule's args should fail on save,
+        not be dropped silently.
+        """
+        data = {} if args is None else args
+        if not isinstance(data, Mapping):
+            raise InvalidArgs(self.name, {"args": ["Expected an object of named args."]})
+        serializer = self.args(data=dict(data))
+        unknown = sorted(set(data) - set(serializer.fields))
+        errors: dict[str, list[str]] = {}
+        if not serializer.is_valid():
+            errors.update(_flatten_errors(serializer.errors))
+        for name in unknown:
+            errors[name] = [f'Unknown arg; "{self.name}" accepts: {_names(serializer.fields)}.']
+        if errors:
+            raise InvalidArgs(self.name, errors)
+        return dict(serializer.data)
+
+    def decode_args(self, stored: Mapping[str, Any]) -> dict[str, Any]:
+        """Turn stored args back into the values the function receives."""
+        serializer = self.args(data=dict(stored))
+        if not serializer.is_valid():
+            raise InvalidArgs(self.name, _flatten_errors(serializer.errors))
+        return dict(serializer.validated_data)
+
+    def public_args(self, stored: Mapping[str, Any]) -> dict[str, Any]:
+        """The args without the ones this job marks private (what a guest may see)."""
+        return {k: v for k, v in stored.items() if k not in self.private_args}
+
+    def finish(self, hook: FinishHook) -> FinishHook:
+        """Decorator: register the hook run in the finish transaction of every run."""
+        self.finish_hook = hook
+        return hook
+
+    def start(
+        self,
+        args: Mapping[str, Any] | None = None,
+        *,
+        key: str | None = None,
+        owner: AbstractBaseUser | None = None,
+    ) -> Run:
+        """Start a run of this job (see :func:`django_weft.runs.start`)."""
+        from django_weft.runs import start
+
+        return start(self, args, key=key, owner=owner)
+
+    async def astart(
+        self,
+        args: Mapping[str, Any] | None = None,
+        *,
+        key: str | None = None,
+        owner: AbstractBaseUser | None = None,
+    ) -> Run:
+        from django_weft.runs import astart
+
+        return await astart(self, args, key=key, owner=owner)
+
+
+def _names(fields: Mapping[str, Any]) -> str:
+    return ", ".join(sorted(fields)) or "no args"
+
+
+def _flatten_errors(errors: Any, path: str = "") -> dict[str, list[str]]:
+    """DRF's nested error structure as ``{"field.sub": [messages]}``."""
+    nested: Iterable[tuple[Any, Any]]
+    if isinstance(errors, Mapping):
+        nested = errors.items()
+    elif isinstance(errors, list) and any(isinstance(e, Mapping | list) for e in errors):
+        nested = ((index, error) for index, error in enumerate(errors) if error)
+    else:
+        messages = errors if isinstance(errors, list) else [errors]
+        return {path or "args": [str(message) for message in messages]}
+    flat: dict[str, list[str]] = {}
+    for key, value in nested:
+        name = path if key == "non_field_errors" else f"{path}.{key}" if path else str(key)
+        flat.update(_flatten_errors(value, name))
+    return flat
+
+
+class JobRegistry:
+    """The jobs deployed in this process, by name."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, Job] = {}
+
+    def register(self, job: Job) -> Job:
+        existing = self._jobs.get(job.name)
+        if existing is not None and existing.func is not job.func:
+            raise ValueError(f'a job named "{job.name}" is already registered ({existing.func!r})')
+        self._jobs[job.name] = job
+        return job
+
+    def unregister(self, name: str) -> None:
+        self._jobs.pop(name, None)
+
+    def get(self, name: str) -> Job:
+        try:
+            return self._jobs[name]
+        except KeyError:
+            raise UnknownJob(name) from None
+
+    def deployed(self, name: str, version: int) -> Job | None:
+        """The job that can run a stored run of ``name`` at ``version``, if this code has it."""
+        job = self._jobs.get(name)
+        return job if job is not None and job.version == version else None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._jobs
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(sorted(self._jobs.values(), key=lambda j: j.name))
+
+
+registry = JobRegistry()
+
+
+def job(
+    name: str | None = None,
+    *,
+    version: int = 1,
+    args: type[serializers.Serializer[Any]] = NoArgs,
+    result: type[serializers.Field[Any, Any, Any, Any]] | None = None,
+    state: StateSpec | None = None,
+    concurrency: int | None = None,
+    concurrency_key: ConcurrencyKey | None = None,
+    queue: str = "default",
+    private_args: Sequence[str] = (),
+) -> Callable[[JobFunction], Job]:
+    """Register the decorated function as a job.
+
+    The function is called as ``func(ctx, **args)`` with a
+    :class:`~django_weft.context.RunContext` and the validated args; it may be
+    ``async def``. ``name`` defaults to ``module.function``.
+    """
+    if concurrency is not None and concurrency < 1:
+        raise ValueError(f"concurrency must be a positive number of runs, not {concurrency!r}")
+
+    def decorate(func: JobFunction) -> Job:
+        return registry.register(
+            Job(
+                func=func,
+                name=name or f"{func.__module__}.{func.__qualname__}",
+                version=version,
+                args=args,
+                result=result,
+                state=state,
+                concurrency=concurrency,
+                concurrency_key=concurrency_key,
+                queue=queue,
+                private_args=tuple(private_args),
+            )
+        )
+
+    return decorate

@@ -1,0 +1,156 @@
+"""``manage.py runjobs``: run the scheduler and the executor, or print the preview."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from datetime import UTC, datetime, timedelta
+from types import FrameType
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils.dateparse import parse_datetime
+from django.utils.module_loading import import_string
+
+from django_weft.clocks import Clock, load_clock
+from django_weft.jobs import registry
+from django_weft.preview import enabled_schedules, parse_duration, preview
+from django_weft.worker import Worker
+
+
+def duration(text: str) -> timedelta:
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def moment(text: str) -> datetime:
+    parsed = parse_datetime(text)
+    if parsed is None:
+        raise argparse.ArgumentTypeError(f'"{text}" is not an ISO-8601 moment, e.g. 2026-03-07T11:00Z')
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'"{text}" is not a whole number') from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'"{text}" is not a number of seconds') from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, not {value}")
+    return value
+
+
+def clock_path(text: str) -> str:
+    try:
+        cls = import_string(text)
+    except ImportError as error:
+        raise argparse.ArgumentTypeError(f'cannot import clock "{text}": {error}') from None
+    if not (isinstance(cls, type) and issubclass(cls, Clock)):
+        raise argparse.ArgumentTypeError(f'"{text}" is not a django_weft.clocks.Clock subclass')
+    return text
+
+
+class Command(BaseCommand):
+    help = "Fire due schedules and execute job runs until stopped (SIGTERM/SIGINT)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--concurrency", "-c", type=positive_int, default=None,
+            help="How many runs this process executes at once (default: WEFT_CONCURRENCY).",
+        )
+        parser.add_argument(
+            "--queue", "-q", action="append", dest="queues", metavar="QUEUE",
+            help="Only execute runs of this queue (repeatable; default: every queue).",
+        )
+        parser.add_argument(
+            "--job", "-j", action="append", dest="jobs", metavar="JOB",
+            help="Only execute runs of this job (repeatable; default: every registered job).",
+        )
+        parser.add_argument(
+            "--no-schedules", action="store_false", dest="schedules",
+            help="Execute runs but fire no schedules.",
+        )
+        parser.add_argument(
+            "--once", action="store_true",
+            help="Fire what is due, execute what is queued, then exit.",
+        )
+        parser.add_argument(
+            "--clock", type=clock_path, default=None, metavar="IMPORT_STRING",
+            help="The clock to read time through (default: WEFT_CLOCK).",
+        )
+        parser.add_argument(
+            "--shutdown-grace", type=seconds, default=None, metavar="SECONDS",
+            help="After a stop signal, how long running runs may finish before they are aborted "
+            "(default: WEFT_SHUTDOWN_GRACE).",
+        )
+        parser.add_argument(
+            "--plan", type=duration, default=None, metavar="DURATION",
+            help="Print every fire over DURATION (36h, 7d, ...) and exit without running anything.",
+        )
+        parser.add_argument(
+            "--since", type=moment, default=None, metavar="ISO-8601",
+            help="With --plan: start the preview at this moment (default: the clock's now).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["since"] is not None and options["plan"] is None:
+            raise CommandError("--since only goes with --plan")
+        unknown = sorted(set(options["jobs"] or ()) - {job.name for job in registry})
+        if unknown:
+            raise CommandError(f"unknown job(s): {', '.join(unknown)}")
+        clock = load_clock(options["clock"])
+        if options["plan"] is not None:
+            self._print_plan(options["since"] or clock.now(), options["plan"])
+            return
+        self._configure_logging(options["verbosity"])
+        worker = Worker(
+            clock=clock,
+            concurrency=options["concurrency"],
+            queues=options["queues"],
+            jobs=options["jobs"],
+            schedules=options["schedules"],
+            shutdown_grace=options["shutdown_grace"],
+        )
+        self._install_signal_handlers(worker)
+        worker.run(once=options["once"])
+
+    def _print_plan(self, since: datetime, period: timedelta) -> None:
+        lines = preview(since, period, enabled_schedules())
+        self.stdout.write(f"# fires from {since:%Y-%m-%d %H:%M} UTC for {period}: {len(lines)}")
+        for line in lines:
+            self.stdout.write(line.render())
+
+    @staticmethod
+    def _configure_logging(verbosity: int) -> None:
+        logger = logging.getLogger("django_weft")
+        if not logger.handlers and not logging.getLogger().handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+            logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG if verbosity > 1 else logging.INFO)
+
+    @staticmethod
+    def _install_signal_handlers(worker: Worker) -> None:
+        def handle(signum: int, frame: FrameType | None) -> None:
+            if worker.is_stopping:
+                logging.getLogger("django_weft").warning("second signal: aborting running runs")
+                worker.force_stop()
+            else:
+                worker.stop()
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)

@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db import models
+
+if TYPE_CHECKING:
+    from django_weft.jobs import Job
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "queued"
+    """Started: the row exists and waits for a worker to claim it."""
+    RUNNING = "running", "running"
+    """Claimed by a worker that is executing it."""
+    DONE = "done", "done"
+    """Finished: the function returned; ``result`` holds what it returned."""
+    FAILED = "failed", "failed"
+    """Finished: the function (or the finish hook) raised; ``error_*`` say what."""
+    ABORTED = "aborted", "aborted"
+    """Finished: an abort was requested and the run stopped."""
+    LOST = "lost", "lost"
+    """Finished: the worker running it stopped beating."""
+
+
+UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+class RunQuerySet(models.QuerySet["Run"]):
+    def unfinished(self) -> RunQuerySet:
+        return self.filter(status__in=UNFINISHED)
+
+    def finished(self) -> RunQuerySet:
+        return self.exclude(status__in=UNFINISHED)
+
+    def claimable(self, jobs: Iterable[Job], queues: Iterable[str] | None = None) -> RunQuerySet:
+        """Queued runs this process's code can execute: name and version both deployed."""
+        deployed = models.Q(pk__in=[])
+        for job in jobs:
+            deployed |= models.Q(job=job.name, job_version=job.version)
+        claimable = self.filter(deployed, status=RunStatus.QUEUED)
+        if queues is not None:
+            claimable = claimable.filter(queue__in=list(queues))
+        return claimable.order_by("created_at")
+
+    def abort_requested(self) -> RunQuerySet:
+        return self.filter(abort_requested_at__isnull=False)
+
+
+class Run(models.Model):
+    """One run of a job: started, then executed by a worker, then finished with an outcome."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    job = models.CharField(max_length=200, db_index=True)
+    job_version = models.PositiveIntegerField(default=1)
+    args = models.JSONField(default=dict, blank=True)
+    status = models.CharField(
+        max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True
+    )
+    queue = models.CharField(max_length=100, default="default")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="weft_runs",
+    )
+    schedule = models.ForeignKey(
+        "django_weft.Schedule",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
+    )
+    due = models.DateTimeField(
+        null=True, blank=True, help_text="The slot a schedule armed this run for."
+    )
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    concurrency_key = models.CharField(max_length=200, blank=True, default="")
+    state = models.OneToOneField(
+        "django_weft.Document",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="run",
+    )
+    attempt = models.PositiveIntegerField(default=0)
+    worker = models.ForeignKey(
+        "django_weft.WorkerProcess",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
+    )
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    abort_requested_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error_type = models.CharField(max_length=200, blank=True)
+    error_message = models.TextField(blank=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["schedule", "due"],
+                condition=models.Q(schedule__isnull=False, due__isnull=False),
+                name="weft_run_one_per_slot",
+                violation_error_message="This schedule already fired a run for that due time.",
+            ),
+            models.UniqueConstraint(
+                fields=["job", "idempotency_key"],
+                condition=models.Q(idempotency_key__isnull=False),
+                name="weft_run_idempotency_key",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=RunStatus.values), name="weft_run_status_valid"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["queue", "created_at"],
+                name="weft_run_queued",
+                condition=models.Q(status=RunStatus.QUEUED),
+            ),
+            models.Index(
+                fields=["job", "concurrency_key"],
+                name="weft_run_unfinished",
+                condition=models.Q(status__in=UNFINISHED),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job} {self.id} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status not in UNFINISHED
+
+    @property
+    def phase(self) -> str:
+        """The status, or ``blocked`` for a queued run this process's code cannot execute."""
+        from django_weft.jobs import registry
+
+        if self.status == RunStatus.QUEUED and registry.deployed(self.job, self.job_version) is None:
+            return "blocked"
+        return str(self.status)
+
+    def record_abort_request(self, now: datetime) -> bool:
+        """Store an abort request; returns False when the run had already finished."""
+        updated = (
+            Run.objects.unfinished()
+            .filter(pk=self.pk, abort_requested_at__isnull=True)
+            .update(abort_requested_at=now)
+        )
+        if updated:
+            self.abort_requested_at = now
+        return bool(updated)

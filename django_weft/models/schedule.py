@@ -1,0 +1,310 @@
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from django_weft.cron import CronError, CronPlan, zone_from_name
+from django_weft.exceptions import InvalidArgs, UnknownJob
+
+if TYPE_CHECKING:
+    from django_weft.timing import Plan
+
+#: The fields that decide when a row fires; changing one re-arms the row from now.
+PLAN_FIELDS = ("cron", "timezone", "every", "at", "on_gap", "on_fold")
+
+
+class CatchUp(models.TextChoices):
+    SKIP = "skip", "skip missed fires"
+    """A fire later than its grace is dropped and counted in ``missed``."""
+    LATEST = "latest", "run the latest missed fire"
+    """One run for the most recent missed slot."""
+    ALL = "all", "run every missed fire in the window"
+    """One run per missed slot no older than the catch-up window."""
+
+
+class Overlap(models.TextChoices):
+    SKIP = "skip", "skip while the previous run is going"
+    """The fire is dropped; the next one is found from now."""
+    BUFFER_ONE = "buffer_one", "run once after the previous run"
+    """At most one fire waits and starts when the previous run finishes."""
+    ALLOW = "allow", "allow overlapping runs"
+    """Fires start whatever the previous run is doing."""
+
+
+class OnGap(models.TextChoices):
+    SHIFT = "shift", "run at the first instant after the gap"
+    """A wall time that does not exist runs when the clocks have gone forward."""
+    SKIP = "skip", "skip that day"
+    """A wall time that does not exist does not run."""
+
+
+class OnFold(models.TextChoices):
+    FIRST = "first", "run once, the first time"
+    """A wall time that happens twice runs at its first occurrence."""
+    BOTH = "both", "run both times"
+    """A wall time that happens twice runs at both occurrences."""
+
+
+class LastStatus(models.TextChoices):
+    RUNNING = "running", "running"
+    """The last fire's run has not finished."""
+    OK = "ok", "ok"
+    """The last run finished done."""
+    FAILED = "failed", "failed"
+    """The last run failed, was aborted or lost, or could not start."""
+
+
+class ScheduleQuerySet(models.QuerySet["Schedule"]):
+    def due(self, now: datetime) -> ScheduleQuerySet:
+        """Armed rows whose next slot has come: the only rows a tick needs to read."""
+        return self.filter(enabled=True, armed=True, next_due__lte=now).order_by("next_due")
+
+    def unarmed(self) -> ScheduleQuerySet:
+        """Rows that are new, re-enabled or whose plan was edited: armed from now."""
+        return self.filter(enabled=True, armed=False)
+
+    def next_due(self) -> datetime | None:
+        first = (
+            self.filter(enabled=True, armed=True, next_due__isnull=False)
+            .order_by("next_due")
+            .values_list("next_due", flat=True)
+            .first()
+        )
+        return first
+
+
+class Schedule(models.Model):
+    """When a job fires: a cron on a zone's wall clock, a fixed interval, or a moment."""
+
+    name = models.CharField(max_length=200, unique=True)
+    job = models.CharField(max_length=200, help_text="Name of a registered job.")
+    args = models.JSONField(default=dict, blank=True, help_text="The job's args, as JSON.")
+    cron = models.CharField(
+        max_length=200, blank=True, help_text='Five fields, e.g. "0 7 * * *".'
+    )
+    timezone = models.CharField(
+        max_length=64, blank=True, help_text='IANA zone the cron is read in, e.g. "Europe/Berlin".'
+    )
+    every = models.DurationField(null=True, blank=True, help_text="A fixed interval.")
+    at = models.DateTimeField(null=True, blank=True, help_text="A single moment.")
+    enabled = models.BooleanField(default=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="weft_schedules",
+    )
+    catch_up = models.CharField(max_length=16, choices=CatchUp.choices, default=CatchUp.SKIP)
+    catch_up_window = models.DurationField(
+        null=True, blank=True, help_text='Oldest slot "all" makes up (default: the setting).'
+    )
+    grace = models.DurationField(
+        null=True, blank=True, help_text="Lateness after which a fire is missed (default: the setting)."
+    )
+    overlap = models.CharField(max_length=16, choices=Overlap.choices, default=Overlap.SKIP)
+    on_gap = models.CharField(max_length=16, choices=OnGap.choices, default=OnGap.SHIFT)
+    on_fold = models.CharField(max_length=16, choices=OnFold.choices, default=OnFold.FIRST)
+
+    armed = models.BooleanField(default=False, editable=False)
+    next_due = models.DateTimeField(null=True, blank=True, editable=False)
+    buffered_due = models.DateTimeField(null=True, blank=True, editable=False)
+    missed = models.PositiveIntegerField(default=0, editable=False)
+    problem = models.TextField(blank=True, editable=False)
+
+    last_due = models.DateTimeField(null=True, blank=True, editable=False)
+    last_started = models.DateTimeField(null=True, blank=True, editable=False)
+    last_ended = models.DateTimeField(null=True, blank=True, editable=False)
+    last_status = models.CharField(
+        max_length=16, choices=LastStatus.choices, blank=True, editable=False
+    )
+    last_error_type = models.CharField(max_length=200, blank=True, editable=False)
+    last_error_message = models.TextField(blank=True, editable=False)
+    last_run = models.ForeignKey(
+        "django_weft.Run",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        editable=False,
+    )
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ScheduleQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(cron__gt="", every__isnull=True, at__isnull=True)
+                    | models.Q(cron="", every__isnull=False, at__isnull=True)
+                    | models.Q(cron="", every__isnull=True, at__isnull=False)
+                ),
+                name="weft_schedule_one_plan",
+                violation_error_message="Give exactly one of cron, every and at.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(cron="") | ~models.Q(timezone=""),
+                name="weft_schedule_cron_has_zone",
+                violation_error_message="A cron schedule needs a time zone.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(every__isnull=True) | models.Q(every__gt=timedelta(0)),
+                name="weft_schedule_every_positive",
+                violation_error_message="The interval must be positive.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(catch_up__in=CatchUp.values)
+                & models.Q(overlap__in=Overlap.values)
+                & models.Q(on_gap__in=OnGap.values)
+                & models.Q(on_fold__in=OnFold.values),
+                name="weft_schedule_policies_valid",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["next_due"],
+                name="weft_schedule_next_due",
+                condition=models.Q(enabled=True, armed=True, next_due__isnull=False),
+            ),
+            models.Index(
+                fields=["id"],
+                name="weft_schedule_unarmed",
+                condition=models.Q(enabled=True, armed=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @classmethod
+    def from_db(cls, db: str | None, field_names: Any, values: Any, **kwargs: Any) -> Schedule:
+        # **kwargs: Django 6.1 passes fetch_mode, 5.2 passes nothing more.
+        instance = super().from_db(db, field_names, values, **kwargs)
+        instance._loaded_plan = instance._plan_key()
+        return instance
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Refuse an unschedulable row, and mark an edited plan to be re-armed from now.
+
+        Validation happens here, not only in forms, because rows are written from the
+        admin, the API and plain ORM code alike; a refused row writes nothing.
+        """
+        self.validate_plan()
+        if self._plan_key() != getattr(self, "_loaded_plan", None):
+            self.armed = False
+            self.next_due = None
+            update_fields = kwargs.get("update_fields")
+            if update_fields is not None:
+                kwargs["update_fields"] = {*update_fields, "armed", "next_due"}
+        super().save(*args, **kwargs)
+        self._loaded_plan = self._plan_key()
+
+    def _plan_key(self) -> tuple[Any, ...]:
+        # Re-enabling counts as an edit: a row switched back on is armed from now, so
+        # it does not fire slots that passed while it was off.
+        return (*(getattr(self, name) for name in PLAN_FIELDS), self.enabled)
+
+    # -- validation ---------------------------------------------------------------------
+
+    def clean(self) -> None:
+        self.validate_plan()
+
+    def validate_plan(self) -> None:
+        """Raise ``ValidationError`` naming each field that makes this row unschedulable."""
+        errors: dict[str, list[str]] = {}
+        given = [name for name in ("cron", "every", "at") if getattr(self, name) not in ("", None)]
+        if len(given) != 1:
+            message = (
+                "Give exactly one of cron, every and at"
+                + (f" (got {', '.join(given)})." if given else ".")
+            )
+            for name in given or ("cron", "every", "at"):
+                errors.setdefault(name, []).append(message)
+        if self.cron and not self.timezone:
+            errors.setdefault("timezone", []).append(
+                'A cron schedule needs an IANA time zone, e.g. "America/Toronto".'
+            )
+        elif self.timezone:
+            try:
+                zone_from_name(self.timezone)
+            except CronError as error:
+                errors.setdefault("timezone", []).append(str(error))
+        if self.cron and "timezone" not in errors:
+            try:
+                CronPlan(self.cron, self.timezone, on_gap=self.on_gap, on_fold=self.on_fold)
+            except CronError as error:
+                errors.setdefault(error.field, []).append(str(error))
+        if self.every is not None and self.every <= timedelta(0):
+            errors.setdefault("every", []).append(
+                f"The interval must be positive, not {self.every}."
+            )
+        if self.at is not None and self.at.tzinfo is None:
+            errors.setdefault("at", []).append("The moment must be timezone-aware.")
+        self._validate_job(errors)
+        if errors:
+            raise ValidationError(errors)
+
+    def _validate_job(self, errors: dict[str, list[str]]) -> None:
+        from django_weft.jobs import registry
+
+        try:
+            job = registry.get(self.job)
+        except UnknownJob as error:
+            errors.setdefault("job", []).append(f"{str(error).capitalize()}.")
+            return
+        try:
+            self.args = job.validate_args(self.args)
+        except InvalidArgs as error:
+            errors.setdefault("args", []).extend(
+                f"{field}: {' '.join(messages)}" for field, messages in error.errors.items()
+            )
+
+    # -- timing -------------------------------------------------------------------------
+
+    @property
+    def plan_kind(self) -> str:
+        return "cron" if self.cron else "every" if self.every is not None else "at"
+
+    def describe_plan(self) -> str:
+        if self.cron:
+            return f"cron {self.cron} ({self.timezone})"
+        if self.every is not None:
+            return f"every {self.every}"
+        return f"at {self.at.isoformat() if self.at else '?'}"
+
+    def plan(self, origin: datetime) -> Plan:
+        """This row's plan; ``origin`` anchors an interval's grid when it is not yet armed."""
+        from django_weft.timing import AtPlan, EveryPlan
+
+        if self.cron:
+            return CronPlan(self.cron, self.timezone, on_gap=self.on_gap, on_fold=self.on_fold)
+        if self.every is not None:
+            grid = self.next_due if self.armed and self.next_due else origin + self.every
+            return EveryPlan(self.every, grid)
+        assert self.at is not None
+        return AtPlan(self.at)
+
+    def first_due(self, now: datetime) -> datetime | None:
+        """The slot a row armed at ``now`` waits for.
+
+        An interval's first fire is one interval after the row is first seen. A
+        one-off fires at its moment, even a past one, unless it already started at
+        or after that moment.
+        """
+        if self.at is not None:
+            if self.last_started is not None and self.last_started >= self.at:
+                return None
+            return self.at
+        fire = self.plan(now).next_fire(now)
+        return fire.due if fire else None
+
+    def timezone_name(self) -> str:
+        return self.timezone or "UTC"

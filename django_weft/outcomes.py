@@ -1,0 +1,64 @@
+"""What a finish hook receives: the outcome of a run, and a handle on its transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django_weft.documents import Change, change_document, open_document
+from django_weft.models import Document, Run
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+    from django_weft.jobs import Job
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended: ``kind`` is done, failed, aborted or lost; args and state always."""
+
+    kind: str
+    run: Run
+    args: dict[str, Any]
+    state: dict[str, Any] | None
+    result: Any = None
+    error_type: str = ""
+    error_message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "done"
+
+
+class FinishContext:
+    """The finish transaction: what a hook changes or starts commits with the outcome."""
+
+    def __init__(self, *, run: Run, now: datetime) -> None:
+        self.run = run
+        self.now = now
+
+    def document(
+        self, key: str, *, schema: str, version: int = 1, initial: Callable[[], dict[str, Any]] = dict
+    ) -> Document:
+        return open_document(key, schema=schema, version=version, initial=initial)
+
+    def change(self, document: Document, change: Change) -> Document:
+        return change_document(document, change)
+
+    def start(
+        self,
+        job: Job,
+        args: Mapping[str, Any] | None = None,
+        *,
+        key: str | None = None,
+        owner: AbstractBaseUser | None = None,
+    ) -> Run:
+        """Start another job; it exists only if this finish commits."""
+        from django_weft.runs import start_in_transaction
+
+        return start_in_transaction(
+            job, args, key=key, owner=owner if owner is not None else self.run.owner, now=self.now
+        )

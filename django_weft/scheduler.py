@@ -1,0 +1,221 @@
+"""The scheduler: arms new or edited rows and fires the rows that have come due.
+
+``Scheduler.tick(now)`` is one step of the worker loop. It reads only the rows that
+need it (unarmed rows, and armed rows whose ``next_due`` has passed, both behind
+partial indexes), so its cost does not grow with the number of idle schedules.
+Across processes a row is claimed with ``SELECT ... FOR UPDATE SKIP LOCKED`` where the
+database has it, and always with a conditional update on ``next_due`` whose row count
+says who won; the unique constraint on (schedule, due) is the last line of defence.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+
+from django_weft.conf import weft_settings
+from django_weft.cron import CronError
+from django_weft.exceptions import InvalidArgs, StartRefused, UnknownJob
+from django_weft.jobs import registry
+from django_weft.models import CatchUp, LastStatus, Overlap, Schedule
+from django_weft.runs import start_in_transaction
+from django_weft.signals import schedule_failed
+from django_weft.timing import Plan, slots_between
+
+logger = logging.getLogger("django_weft.scheduler")
+
+#: How many missed slots are counted, and at most made up, for one row in one tick.
+MISSED_LIMIT = 10_000
+CATCH_UP_LIMIT = 1_000
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with a row that has come due: the slots to fire and where to go next."""
+
+    fire: list[datetime]
+    next_due: datetime | None
+    missed: int
+
+
+def decide(row: Schedule, now: datetime, grace: timedelta, window: timedelta) -> Decision:
+    """Apply the catch-up policy to a row whose ``next_due`` is at or before ``now``."""
+    due = row.next_due
+    assert due is not None
+    if row.at is not None:
+        # A one-off fires once with the due it had, however late.
+        return Decision([due], None, 0)
+    plan = row.plan(now)
+    if now - due <= grace:
+        following = plan.next_fire(due)
+        return Decision([due], following.due if following else None, 0)
+    upcoming = plan.next_fire(now)
+    next_due = upcoming.due if upcoming else None
+    if row.catch_up == CatchUp.LATEST:
+        latest = _latest_slot(plan, due, now)
+        missed = len(slots_between(plan, due, latest, MISSED_LIMIT)) - 1
+        return Decision([latest], next_due, missed)
+    missed_slots = slots_between(plan, due, now, MISSED_LIMIT)
+    if row.catch_up == CatchUp.ALL:
+        recent = [slot for slot in missed_slots if slot >= now - window][-CATCH_UP_LIMIT:]
+        return Decision(recent, next_due, len(missed_slots) - len(recent))
+    return Decision([], next_due, len(missed_slots))
+
+
+def _latest_slot(plan: Plan, first: datetime, now: datetime) -> datetime:
+    """The last slot at or before ``now``, found without walking from ``first``."""
+    latest, span = first, timedelta(minutes=1)
+    while now - span > latest:
+        probe = plan.next_fire(now - span)
+        if probe is not None and probe.due <= now:
+            latest = max(latest, probe.due)
+            break
+        span *= 8
+    while (following := plan.next_fire(latest)) is not None and following.due <= now:
+        latest = following.due
+    return latest
+
+
+class Scheduler:
+    """Arms and fires schedules; every method takes ``now`` and never reads a clock."""
+
+    def __init__(self, *, batch_size: int = 100) -> None:
+        self.batch_size = batch_size
+
+    def tick(self, now: datetime) -> bool:
+        """Arm what needs arming and fire what is due; True if any row was handled."""
+        armed = self.arm(now)
+        fired = self.fire_due(now)
+        return armed or fired
+
+    def next_due(self) -> datetime | None:
+        return Schedule.objects.next_due()
+
+    def arm(self, now: datetime) -> bool:
+        rows = list(Schedule.objects.unarmed()[: self.batch_size])
+        for row in rows:
+            try:
+                due = row.first_due(now)
+            except CronError as error:
+                due = None
+                logger.warning("schedule %s cannot be armed: %s", row.name, error)
+            # The plan fields in the filter make an edit made since the read win: that
+            # row stays unarmed and is armed from its new plan in the next tick.
+            won = Schedule.objects.filter(
+                pk=row.pk,
+                armed=False,
+                **{name: getattr(row, name) for name in ("cron", "timezone", "every", "at")},
+            ).update(armed=True, next_due=due)
+            if won:
+                logger.info("armed %s (%s): next due %s", row.name, row.describe_plan(), due)
+        return bool(rows)
+
+    def fire_due(self, now: datetime) -> bool:
+        with transaction.atomic():
+            due = Schedule.objects.due(now).select_related("owner")
+            if connection.features.has_select_for_update_skip_locked:
+                due = due.select_for_update(skip_locked=True, of=("self",))
+            rows = list(due[: self.batch_size])
+            for row in rows:
+                self._fire(row, now)
+        return bool(rows)
+
+    def _fire(self, row: Schedule, now: datetime) -> None:
+        decision = decide(
+            row,
+            now,
+            row.grace if row.grace is not None else weft_settings.GRACE,
+            row.catch_up_window if row.catch_up_window is not None else weft_settings.CATCH_UP_WINDOW,
+        )
+        fire, missed, buffered = self._apply_overlap(row, decision)
+        problem, job, args = "", None, row.args
+        try:
+            job = registry.get(row.job)
+            args = job.validate_args(row.args)
+        except (UnknownJob, InvalidArgs) as error:
+            problem = str(error)
+        claimed = Schedule.objects.filter(pk=row.pk, armed=True, next_due=row.next_due).update(
+            next_due=decision.next_due,
+            missed=F("missed") + missed + (len(fire) if problem else 0),
+            buffered_due=buffered,
+            problem=problem,
+        )
+        if not claimed:
+            logger.debug("schedule %s was fired by another process", row.name)
+            return
+        if missed:
+            logger.info("schedule %s missed %d slot(s); next due %s", row.name, missed, decision.next_due)
+        if problem:
+            self._report_problem(row, problem)
+            return
+        assert job is not None
+        for due in fire:
+            try:
+                with transaction.atomic():
+                    run = start_in_transaction(
+                        job, args, schedule=row, due=due, owner=row.owner, now=now, validated=True
+                    )
+            except IntegrityError:
+                logger.debug("slot %s of %s already fired", due, row.name)
+                continue
+            except StartRefused as error:
+                self._record_refusal(row, due, now, error)
+                continue
+            Schedule.objects.filter(pk=row.pk).update(
+                last_due=due,
+                last_started=now,
+                last_ended=None,
+                last_status=LastStatus.RUNNING,
+                last_error_type="",
+                last_error_message="",
+                last_run=run,
+            )
+            logger.info("fired %s due %s as run %s", row.name, due.isoformat(), run.pk)
+
+    @staticmethod
+    def _apply_overlap(
+        row: Schedule, decision: Decision
+    ) -> tuple[list[datetime], int, datetime | None]:
+        """Hold back fires while the previous run is going, as the row's policy says."""
+        fire, missed, buffered = decision.fire, decision.missed, row.buffered_due
+        if not fire or row.last_status != LastStatus.RUNNING or row.overlap == Overlap.ALLOW:
+            return fire, missed, buffered
+        if row.overlap == Overlap.BUFFER_ONE and buffered is None:
+            return [], missed + len(fire) - 1, fire[-1]
+        return [], missed + len(fire), buffered
+
+    @staticmethod
+    def _report_problem(row: Schedule, problem: str) -> None:
+        if problem == row.problem:
+            return
+        logger.error("schedule %s cannot fire: %s", row.name, problem)
+        transaction.on_commit(
+            lambda: schedule_failed.send(
+                sender=Schedule, schedule=row, run=None, error_type="Unschedulable", message=problem
+            )
+        )
+
+    @staticmethod
+    def _record_refusal(row: Schedule, due: datetime, now: datetime, error: StartRefused) -> None:
+        error_type, message = type(error).__name__, str(error)
+        Schedule.objects.filter(pk=row.pk).update(
+            last_due=due,
+            last_started=now,
+            last_ended=now,
+            last_status=LastStatus.FAILED,
+            last_error_type=error_type,
+            last_error_message=message,
+        )
+        logger.warning("schedule %s could not start its run: %s", row.name, message)
+        transaction.on_commit(
+            lambda: schedule_failed.send(
+                sender=Schedule, schedule=row, run=None, error_type=error_type, message=message
+            )
+        )
+
+
+__all__ = ["Decision", "Scheduler", "decide"]

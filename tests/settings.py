@@ -1,0 +1,90 @@
+"""Settings for the test suite.
+
+``WEFT_TEST_DATABASE=postgres`` runs the suite against PostgreSQL at 127.0.0.1:5432
+(user postgres, database test); the default is SQLite in a file, so that ``runjobs``
+subprocesses share the test database.
+"""
+
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent
+SECRET_KEY = "tests-only-not-secret"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+ALLOWED_HOSTS = ["*"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_weft",
+    "example_project.content",
+    "tests",
+]
+
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+ROOT_URLCONF = "tests.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+STATIC_URL = "/static/"
+
+DATABASE_VENDOR = os.environ.get("WEFT_TEST_DATABASE", "sqlite")
+#: Set by tests that start ``runjobs`` subprocesses: the test database they must use.
+TEST_DATABASE_NAME = os.environ.get("WEFT_TEST_DATABASE_NAME", "")
+if DATABASE_VENDOR == "postgres":
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "HOST": os.environ.get("WEFT_TEST_PG_HOST", "127.0.0.1"),
+            "PORT": os.environ.get("WEFT_TEST_PG_PORT", "5432"),
+            "USER": os.environ.get("WEFT_TEST_PG_USER", "postgres"),
+            "NAME": TEST_DATABASE_NAME or os.environ.get("WEFT_TEST_PG_NAME", "test"),
+            "TEST": {"NAME": TEST_DATABASE_NAME or "test_weft"},
+        }
+    }
+elif DATABASE_VENDOR == "sqlite":
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": TEST_DATABASE_NAME or str(BASE_DIR / "db.sqlite3"),
+            "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 30},
+            "TEST": {"NAME": TEST_DATABASE_NAME or str(BASE_DIR / ".test.sqlite3")},
+        }
+    }
+else:
+    raise RuntimeError(f"WEFT_TEST_DATABASE must be sqlite or postgres, not {DATABASE_VENDOR!r}")
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+WEFT_EXECUTOR = "django_weft.executors.InlineExecutor"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"django_weft": {"handlers": ["console"], "level": "WARNING"}},
+}

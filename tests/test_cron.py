@@ -1,0 +1,581 @@
+"""Tests for django_weft.cron: cron expressions on a zone's wall clock with DST policies.
+
+Expected instants are hard facts from the tz rules, not values read back from the code:
+Toronto (EST -5 / EDT -4) springs forward 2026-03-08 02:00 -> 03:00 (07:00 UTC) and
+falls back 2026-11-01 02:00 -> 01:00 (06:00 UTC); Berlin (CET +1 / CEST +2) springs
+forward 2026-03-29 02:00 -> 03:00 and falls back 2026-10-25 03:00 -> 02:00 (both at
+01:00 UTC); Lord Howe (+10:30 / +11) falls back 2026-04-05 02:00 -> 01:30 (04-04 15:00
+UTC) and springs forward 2026-10-04 02:00 -> 02:30 (10-03 15:30 UTC).
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from django_weft.cron import FOLD_POLICIES, GAP_POLICIES, CronError, CronPlan, Fire, zone_from_name
+
+TORONTO = "America/Toronto"
+BERLIN = "Europe/Berlin"
+LORD_HOWE = "Australia/Lord_Howe"
+
+
+def utc(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0, micro: int = 0
+) -> datetime:
+    """An aware UTC datetime."""
+    return datetime(year, month, day, hour, minute, second, micro, tzinfo=UTC)
+
+
+def dues(plan: CronPlan, after: datetime, until: datetime, **kwargs: bool) -> list[datetime]:
+    """The due instants of plan.fires()."""
+    return [fire.due for fire in plan.fires(after, until, **kwargs)]
+
+
+def notes(plan: CronPlan, after: datetime, until: datetime, **kwargs: bool) -> list[str]:
+    """The notes of plan.fires()."""
+    return [fire.note for fire in plan.fires(after, until, **kwargs)]
+
+
+# --- zones -------------------------------------------------------------------------------
+
+
+def test_zone_from_name_known_name() -> None:
+    """A known IANA name gives that ZoneInfo."""
+    assert zone_from_name(BERLIN) == ZoneInfo(BERLIN)
+    assert zone_from_name("UTC").key == "UTC"
+
+
+@pytest.mark.parametrize("name", ["Mars/Olympus", "", "europe/berlin", "Berlin", "../etc"])
+def test_zone_from_name_unknown_name(name: str) -> None:
+    """Unknown, empty or mis-cased names raise CronError(field="timezone") naming the value."""
+    with pytest.raises(CronError) as caught:
+        zone_from_name(name)
+    assert caught.value.field == "timezone"
+    assert f'"{name}"' in str(caught.value)
+    assert "IANA" in str(caught.value)
+
+
+# --- validation --------------------------------------------------------------------------
+
+
+def test_cron_plan_valid_defaults() -> None:
+    """A valid plan keeps its inputs and defaults to on_gap="shift", on_fold="first"."""
+    plan = CronPlan("0 7 * * *", TORONTO)
+    assert plan.expression == "0 7 * * *"
+    assert plan.zone == ZoneInfo(TORONTO)
+    assert (plan.on_gap, plan.on_fold) == ("shift", "first")
+    assert GAP_POLICIES == ("shift", "skip")
+    assert FOLD_POLICIES == ("first", "both")
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "",
+        "* * * *",
+        "0 0 * * * *",
+        "0 0 1 1 * 2026",
+        "0 0 0 1 1 * 2026",
+        "@daily",
+        "@hourly",
+        "61 * * * *",
+        "0 24 * * *",
+        "0 0 0 * *",
+        "* * * 13 *",
+        "* * * * 8",
+        "a b c d e",
+        "*/0 * * * *",
+    ],
+)
+def test_cron_plan_invalid_expression(expression: str) -> None:
+    """Malformed, macro and 6/7-field expressions raise CronError(field="cron") naming them."""
+    with pytest.raises(CronError) as caught:
+        CronPlan(expression, "UTC")
+    assert caught.value.field == "cron"
+    assert f'"{expression}"' in str(caught.value)
+    assert "five-field" in str(caught.value)
+
+
+@pytest.mark.parametrize("expression", ["0 0 30 2 *", "0 0 31 4 *", "15 10 31 6,9,11 *"])
+def test_cron_plan_never_occurring_expression(expression: str) -> None:
+    """An expression that parses but matches no date is refused as never occurring."""
+    with pytest.raises(CronError) as caught:
+        CronPlan(expression, "UTC")
+    assert caught.value.field == "cron"
+    assert str(caught.value) == f'cron "{expression}" never occurs'
+
+
+def test_cron_plan_unknown_zone() -> None:
+    """An unknown zone raises CronError(field="timezone") naming it."""
+    with pytest.raises(CronError) as caught:
+        CronPlan("0 7 * * *", "Mars/Olympus")
+    assert caught.value.field == "timezone"
+    assert '"Mars/Olympus"' in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "value"),
+    [
+        ({"on_gap": "ignore"}, "on_gap", "ignore"),
+        ({"on_gap": "first"}, "on_gap", "first"),
+        ({"on_fold": "shift"}, "on_fold", "shift"),
+        ({"on_fold": "last"}, "on_fold", "last"),
+    ],
+)
+def test_cron_plan_unknown_policy(kwargs: dict[str, str], field: str, value: str) -> None:
+    """A policy outside GAP_POLICIES / FOLD_POLICIES raises CronError naming field and value."""
+    with pytest.raises(CronError) as caught:
+        CronPlan("0 7 * * *", TORONTO, **kwargs)
+    assert caught.value.field == field
+    assert f'"{value}"' in str(caught.value)
+
+
+def test_cron_error_is_value_error_and_pickles() -> None:
+    """CronError is a ValueError and keeps its message and field through pickling."""
+    error = CronError('cron "x" never occurs', field="cron")
+    assert isinstance(error, ValueError)
+    copy = pickle.loads(pickle.dumps(error))
+    assert (str(copy), copy.field) == ('cron "x" never occurs', "cron")
+
+
+# --- cron fields -------------------------------------------------------------------------
+
+
+def test_fires_ranges_lists_and_steps() -> None:
+    """Ranges with steps and lists expand as in cron."""
+    plan = CronPlan("1-10/2 8,20 * * *", "UTC")
+    assert dues(plan, utc(2026, 5, 1), utc(2026, 5, 1, 23, 59)) == [
+        utc(2026, 5, 1, hour, minute) for hour in (8, 20) for minute in (1, 3, 5, 7, 9)
+    ]
+
+
+def test_fires_every_fifteen_minutes() -> None:
+    """*/15 fires on the quarter hours."""
+    plan = CronPlan("*/15 * * * *", "UTC")
+    assert dues(plan, utc(2026, 5, 1, 9, 50), utc(2026, 5, 1, 10, 50)) == [
+        utc(2026, 5, 1, 10, 0),
+        utc(2026, 5, 1, 10, 15),
+        utc(2026, 5, 1, 10, 30),
+        utc(2026, 5, 1, 10, 45),
+    ]
+
+
+def test_next_fire_month_and_weekday_names() -> None:
+    """Month and weekday names work, here in Berlin across DST and into the next year."""
+    plan = CronPlan("0 9 * jan-mar mon-fri", BERLIN)
+    # Fri 2026-03-27 has run; Mon 2026-03-30 09:00 CEST; then Fri 2027-01-01 09:00 CET.
+    assert plan.next_fire(utc(2026, 3, 27, 12)).due == utc(2026, 3, 30, 7)
+    assert plan.next_fire(utc(2026, 3, 30, 7)).due == utc(2026, 3, 31, 7)
+    assert plan.next_fire(utc(2026, 3, 31, 7)).due == utc(2027, 1, 1, 8)
+
+
+def test_fires_sunday_as_zero_seven_and_name() -> None:
+    """Sunday written as 0, as 7 and as sun gives the same fires (Sundays of March 2026)."""
+    expected = [utc(2026, 3, day, 10) for day in (1, 8, 15, 22, 29)]
+    for weekday in ("0", "7", "sun"):
+        plan = CronPlan(f"0 10 * * {weekday}", "UTC")
+        assert dues(plan, utc(2026, 3, 1), utc(2026, 3, 31)) == expected
+
+
+def test_fires_both_day_fields_restricted_match_either() -> None:
+    """With day-of-month and day-of-week both restricted, a day matching either runs."""
+    plan = CronPlan("0 12 10 * sun", "UTC")
+    assert dues(plan, utc(2026, 3, 1), utc(2026, 3, 31)) == [
+        utc(2026, 3, day, 12) for day in (1, 8, 10, 15, 22, 29)
+    ]
+
+
+def test_next_fire_feb_29_only_in_leap_years() -> None:
+    """Feb 29 fires only in leap years: after 2026-03-01 the next is 2028-02-29 12:00 EST."""
+    plan = CronPlan("0 12 29 2 *", TORONTO)
+    assert plan.next_fire(utc(2026, 3, 1)) == Fire(
+        due=utc(2028, 2, 29, 17), wall=datetime(2028, 2, 29, 12), note=""
+    )
+
+
+def test_next_fire_feb_29_across_century() -> None:
+    """2100 is no leap year, so after 2096 the next Feb 29 is in 2104 (an eight-year search)."""
+    plan = CronPlan("0 12 29 2 *", "UTC")
+    assert plan.next_fire(utc(2096, 3, 1)).due == utc(2104, 2, 29, 12)
+
+
+# --- wall clock and arguments ------------------------------------------------------------
+
+
+def test_fires_follow_wall_clock_across_dst() -> None:
+    """0 7 in Toronto fires at 12:00 UTC before DST starts and at 11:00 UTC after."""
+    plan = CronPlan("0 7 * * *", TORONTO)
+    fires = list(plan.fires(utc(2026, 3, 6, 12), utc(2026, 3, 9, 11)))
+    assert [fire.due for fire in fires] == [
+        utc(2026, 3, 7, 12),
+        utc(2026, 3, 8, 11),
+        utc(2026, 3, 9, 11),
+    ]
+    assert [fire.wall for fire in fires] == [datetime(2026, 3, day, 7) for day in (7, 8, 9)]
+    assert all(fire.due.tzinfo is UTC and fire.note == "" for fire in fires)
+
+
+def test_next_fire_after_in_other_time_zone() -> None:
+    """`after` may carry any time zone; it is compared as an instant."""
+    plan = CronPlan("0 7 * * *", TORONTO)
+    # 06:59 EST = 11:59 UTC, and 21:00 JST on 03-07 = 12:00 UTC, exactly the 07:00 fire.
+    assert plan.next_fire(datetime(2026, 3, 7, 6, 59, tzinfo=ZoneInfo(TORONTO))).due == utc(
+        2026, 3, 7, 12
+    )
+    assert plan.next_fire(datetime(2026, 3, 7, 21, tzinfo=ZoneInfo("Asia/Tokyo"))).due == utc(
+        2026, 3, 8, 11
+    )
+
+
+def test_next_fire_after_equal_to_fire_is_strict() -> None:
+    """A fire exactly at `after` is not returned; the following one is."""
+    plan = CronPlan("0 7 * * *", TORONTO)
+    assert plan.next_fire(utc(2026, 3, 7, 12)).due == utc(2026, 3, 8, 11)
+    assert plan.next_fire(utc(2026, 3, 7, 11, 59, 59, 999999)).due == utc(2026, 3, 7, 12)
+
+
+def test_fires_bounds_exclusive_after_inclusive_until() -> None:
+    """fires() excludes a fire at `after` and includes one at `until`."""
+    plan = CronPlan("0 * * * *", "UTC")
+    assert dues(plan, utc(2026, 5, 1, 10), utc(2026, 5, 1, 12)) == [
+        utc(2026, 5, 1, 11),
+        utc(2026, 5, 1, 12),
+    ]
+    assert dues(plan, utc(2026, 5, 1, 12), utc(2026, 5, 1, 10)) == []
+
+
+def test_next_fire_across_year_boundary() -> None:
+    """New Year's midnight in Berlin is 23:00 UTC the day before; the next is a year later."""
+    plan = CronPlan("0 0 1 1 *", BERLIN)
+    assert plan.next_fire(utc(2026, 6, 1)).due == utc(2026, 12, 31, 23)
+    assert plan.next_fire(utc(2026, 12, 31, 23)).due == utc(2027, 12, 31, 23)
+
+
+def test_next_fire_end_of_datetime_range() -> None:
+    """The last representable fire is still returned; past it next_fire raises CronError."""
+    plan = CronPlan("0 23 31 12 *", "UTC")
+    assert plan.next_fire(utc(9999, 12, 30)).due == utc(9999, 12, 31, 23)
+    with pytest.raises(CronError) as caught:
+        plan.next_fire(utc(9999, 12, 31, 23))
+    assert caught.value.field == "cron"
+
+
+def test_next_fire_naive_after_refused() -> None:
+    """A naive `after` or `until` raises ValueError instead of guessing a zone."""
+    plan = CronPlan("0 7 * * *", TORONTO)
+    with pytest.raises(ValueError, match="timezone-aware"):
+        plan.next_fire(datetime(2026, 3, 7))
+    with pytest.raises(ValueError, match="timezone-aware"):
+        list(plan.fires(utc(2026, 3, 7), datetime(2026, 3, 8)))
+
+
+@pytest.fixture
+def process_tz_toronto() -> Iterator[None]:
+    """Run with the process's local time zone set to Toronto, then restore it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TZ", TORONTO)
+        time.tzset()
+        yield
+    time.tzset()
+
+
+@pytest.mark.usefixtures("process_tz_toronto")
+def test_fires_independent_of_process_time_zone() -> None:
+    """The process's local time zone does not leak into wall-clock iteration."""
+    plan = CronPlan("30 2 * * *", BERLIN)
+    assert dues(plan, utc(2026, 3, 7), utc(2026, 3, 10)) == [
+        utc(2026, 3, day, 1, 30) for day in (7, 8, 9)
+    ]
+
+
+# --- gaps (spring forward) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("zone", "expression", "after", "until", "before_gap", "shifted", "after_gap"),
+    [
+        # Toronto 02:30: EST 07:30 UTC the day before, shifted to 03:00 EDT, then EDT 06:30.
+        (
+            TORONTO,
+            "30 2 * * *",
+            utc(2026, 3, 7),
+            utc(2026, 3, 10),
+            utc(2026, 3, 7, 7, 30),
+            utc(2026, 3, 8, 7),
+            utc(2026, 3, 9, 6, 30),
+        ),
+        # Berlin 02:30: CET 01:30 UTC, shifted to 03:00 CEST = 01:00 UTC, then CEST 00:30.
+        (
+            BERLIN,
+            "30 2 * * *",
+            utc(2026, 3, 28),
+            utc(2026, 3, 31),
+            utc(2026, 3, 28, 1, 30),
+            utc(2026, 3, 29, 1),
+            utc(2026, 3, 30, 0, 30),
+        ),
+        # Lord Howe 02:15: +10:30 15:45 UTC, shifted to 02:30 +11 = 15:30 UTC, then 15:15.
+        (
+            LORD_HOWE,
+            "15 2 * * *",
+            utc(2026, 10, 2),
+            utc(2026, 10, 5),
+            utc(2026, 10, 2, 15, 45),
+            utc(2026, 10, 3, 15, 30),
+            utc(2026, 10, 4, 15, 15),
+        ),
+    ],
+    ids=["toronto", "berlin", "lord_howe"],
+)
+class TestGap:
+    """A wall time inside a spring-forward gap, under both on_gap policies."""
+
+    def test_fires_gap_shift(
+        self,
+        zone: str,
+        expression: str,
+        after: datetime,
+        until: datetime,
+        before_gap: datetime,
+        shifted: datetime,
+        after_gap: datetime,
+    ) -> None:
+        """on_gap="shift" fires at the transition instant, noted "shifted"."""
+        fires = list(CronPlan(expression, zone, on_gap="shift").fires(after, until))
+        assert [fire.due for fire in fires] == [before_gap, shifted, after_gap]
+        assert [fire.note for fire in fires] == ["", "shifted", ""]
+        assert fires[1].wall.hour == 2
+
+    def test_fires_gap_skip(
+        self,
+        zone: str,
+        expression: str,
+        after: datetime,
+        until: datetime,
+        before_gap: datetime,
+        shifted: datetime,
+        after_gap: datetime,
+    ) -> None:
+        """on_gap="skip" has no fire on the gap day."""
+        plan = CronPlan(expression, zone, on_gap="skip")
+        assert dues(plan, after, until) == [before_gap, after_gap]
+        assert plan.next_fire(before_gap).due == after_gap
+
+    def test_next_fire_gap_shift_after_inside_gap(
+        self,
+        zone: str,
+        expression: str,
+        after: datetime,
+        until: datetime,
+        before_gap: datetime,
+        shifted: datetime,
+        after_gap: datetime,
+    ) -> None:
+        """next_fire is exact just before and exactly at the shifted instant."""
+        plan = CronPlan(expression, zone)
+        assert plan.next_fire(shifted - timedelta(seconds=1)).due == shifted
+        assert plan.next_fire(shifted).due == after_gap
+
+
+def test_fires_gap_skip_include_skipped_reports_slot() -> None:
+    """include_skipped reports the dropped slot at its would-be (fold=0) instant."""
+    plan = CronPlan("30 2 * * *", TORONTO, on_gap="skip")
+    fires = list(plan.fires(utc(2026, 3, 7), utc(2026, 3, 10), include_skipped=True))
+    # 02:30 read as EST (fold=0) is 07:30 UTC.
+    assert fires[1] == Fire(
+        due=utc(2026, 3, 8, 7, 30), wall=datetime(2026, 3, 8, 2, 30), note="skipped"
+    )
+    assert [fire.note for fire in fires] == ["", "skipped", ""]
+    assert plan.next_fire(utc(2026, 3, 8, 7)).due == utc(2026, 3, 9, 6, 30)
+
+
+def test_fires_gap_shift_several_walls_fire_once() -> None:
+    """Gap walls shifting onto the same instant fire once, for the first wall."""
+    plan = CronPlan("0,30 2 * * *", TORONTO)
+    fires = list(plan.fires(utc(2026, 3, 8), utc(2026, 3, 8, 12)))
+    assert fires == [Fire(due=utc(2026, 3, 8, 7), wall=datetime(2026, 3, 8, 2, 0), note="shifted")]
+
+
+def test_fires_hourly_through_gap_fire_once_per_instant() -> None:
+    """Hourly: 02:00 shifts onto 03:00 EDT, which fires once as an ordinary fire."""
+    plan = CronPlan("0 * * * *", TORONTO)
+    fires = list(plan.fires(utc(2026, 3, 8, 5, 30), utc(2026, 3, 8, 8, 30)))
+    assert [fire.due for fire in fires] == [
+        utc(2026, 3, 8, 6),
+        utc(2026, 3, 8, 7),
+        utc(2026, 3, 8, 8),
+    ]
+    assert [fire.wall.hour for fire in fires] == [1, 3, 4]
+    assert [fire.note for fire in fires] == ["", "", ""]
+
+
+def test_fires_quarter_hourly_through_gap_keeps_rhythm() -> None:
+    """*/15 through the Toronto gap fires every 15 real minutes, never twice at once."""
+    plan = CronPlan("*/15 * * * *", TORONTO)
+    start = utc(2026, 3, 8, 6, 30)
+    assert dues(plan, start, utc(2026, 3, 8, 7, 30)) == [
+        start + timedelta(minutes=15 * step) for step in range(1, 5)
+    ]
+
+
+def test_fires_quarter_hourly_gap_skip_include_skipped() -> None:
+    """Skipped slots whose would-be instant another wall fires at are not reported twice."""
+    plan = CronPlan("*/15 * * * *", TORONTO, on_gap="skip")
+    start = utc(2026, 3, 8, 6, 30)
+    fires = list(plan.fires(start, utc(2026, 3, 8, 8), include_skipped=True))
+    assert [fire.due for fire in fires] == [start + timedelta(minutes=15 * s) for s in range(1, 7)]
+    assert all(fire.note == "" for fire in fires)
+
+
+# --- folds (fall back) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("zone", "expression", "after", "until", "before_fold", "first", "second", "after_fold"),
+    [
+        # Toronto 01:30: EDT 05:30 UTC, on the fold day EDT 05:30 and EST 06:30, then EST 06:30.
+        (
+            TORONTO,
+            "30 1 * * *",
+            utc(2026, 10, 31),
+            utc(2026, 11, 3),
+            utc(2026, 10, 31, 5, 30),
+            utc(2026, 11, 1, 5, 30),
+            utc(2026, 11, 1, 6, 30),
+            utc(2026, 11, 2, 6, 30),
+        ),
+        # Berlin 02:30: CEST 00:30 UTC, on the fold day 00:30 and CET 01:30, then CET 01:30.
+        (
+            BERLIN,
+            "30 2 * * *",
+            utc(2026, 10, 24),
+            utc(2026, 10, 27),
+            utc(2026, 10, 24, 0, 30),
+            utc(2026, 10, 25, 0, 30),
+            utc(2026, 10, 25, 1, 30),
+            utc(2026, 10, 26, 1, 30),
+        ),
+        # Lord Howe 01:45: +11 14:45 UTC, on the fold day +11 14:45 and +10:30 15:15.
+        (
+            LORD_HOWE,
+            "45 1 * * *",
+            utc(2026, 4, 3),
+            utc(2026, 4, 6),
+            utc(2026, 4, 3, 14, 45),
+            utc(2026, 4, 4, 14, 45),
+            utc(2026, 4, 4, 15, 15),
+            utc(2026, 4, 5, 15, 15),
+        ),
+    ],
+    ids=["toronto", "berlin", "lord_howe"],
+)
+class TestFold:
+    """A wall time inside a fall-back fold, under both on_fold policies."""
+
+    def test_fires_fold_first(
+        self,
+        zone: str,
+        expression: str,
+        after: datetime,
+        until: datetime,
+        before_fold: datetime,
+        first: datetime,
+        second: datetime,
+        after_fold: datetime,
+    ) -> None:
+        """on_fold="first" fires once, at the first occurrence."""
+        plan = CronPlan(expression, zone, on_fold="first")
+        assert dues(plan, after, until) == [before_fold, first, after_fold]
+        assert plan.next_fire(first).due == after_fold
+
+    def test_fires_fold_both(
+        self,
+        zone: str,
+        expression: str,
+        after: datetime,
+        until: datetime,
+        before_fold: datetime,
+        first: datetime,
+        second: datetime,
+        after_fold: datetime,
+    ) -> None:
+        """on_fold="both" fires at both occurrences, the second noted "repeated"."""
+        plan = CronPlan(expression, zone, on_fold="both")
+        fires = list(plan.fires(after, until))
+        assert [fire.due for fire in fires] == [before_fold, first, second, after_fold]
+        assert [fire.note for fire in fires] == ["", "", "repeated", ""]
+        assert fires[1].wall == fires[2].wall
+
+    def test_next_fire_fold_both_after_inside_fold(
+        self,
+        zone: str,
+        expression: str,
+        after: datetime,
+        until: datetime,
+        before_fold: datetime,
+        first: datetime,
+        second: datetime,
+        after_fold: datetime,
+    ) -> None:
+        """With `after` between the two occurrences, next_fire is the repeated one."""
+        plan = CronPlan(expression, zone, on_fold="both")
+        assert plan.next_fire(first) == Fire(
+            due=second, wall=second.astimezone(ZoneInfo(zone)).replace(tzinfo=None), note="repeated"
+        )
+        assert plan.next_fire(second).due == after_fold
+
+
+@pytest.mark.parametrize("on_fold", FOLD_POLICIES)
+def test_fires_hourly_through_fold_every_real_hour(on_fold: str) -> None:
+    """An hourly cron fires every real hour through the Toronto fold, whatever on_fold says."""
+    plan = CronPlan("0 * * * *", TORONTO, on_fold=on_fold)
+    fires = list(plan.fires(utc(2026, 11, 1, 3, 30), utc(2026, 11, 1, 7, 30)))
+    assert [fire.due for fire in fires] == [utc(2026, 11, 1, hour) for hour in (4, 5, 6, 7)]
+    assert [fire.wall.hour for fire in fires] == [0, 1, 1, 2]
+    assert [fire.note for fire in fires] == ["", "", "repeated", ""]
+
+
+def test_fires_hourly_step_through_fold_berlin() -> None:
+    """An hour field */1 also keeps real-time rhythm through the Berlin fold."""
+    plan = CronPlan("0 */1 * * *", BERLIN)
+    assert notes(plan, utc(2026, 10, 24, 22, 30), utc(2026, 10, 25, 2, 30)) == [
+        "",
+        "",
+        "repeated",
+        "",
+    ]
+    assert dues(plan, utc(2026, 10, 24, 22, 30), utc(2026, 10, 25, 2, 30)) == [
+        utc(2026, 10, 24, 23),
+        utc(2026, 10, 25, 0),
+        utc(2026, 10, 25, 1),
+        utc(2026, 10, 25, 2),
+    ]
+
+
+def test_fires_quarter_hourly_through_fold_in_due_order() -> None:
+    """*/15 fires every 15 real minutes through the repeated hour, strictly in due order."""
+    plan = CronPlan("*/15 * * * *", TORONTO)
+    start = utc(2026, 11, 1, 4, 45)
+    fires = list(plan.fires(start, utc(2026, 11, 1, 7, 15)))
+    assert [fire.due for fire in fires] == [
+        start + timedelta(minutes=15 * step) for step in range(1, 11)
+    ]
+    # 05:00-05:45 UTC are 01:xx EDT, 06:00-06:45 UTC the repeated 01:xx EST.
+    assert [fire.note for fire in fires] == [""] * 4 + ["repeated"] * 4 + [""] * 2
+    assert plan.next_fire(utc(2026, 11, 1, 5, 50)) == Fire(
+        due=utc(2026, 11, 1, 6), wall=datetime(2026, 11, 1, 1, 0), note="repeated"
+    )
+
+
+def test_fires_fixed_hour_list_through_fold_first() -> None:
+    """An hour list (not starting with *) follows on_fold="first": no repeated fire."""
+    plan = CronPlan("0 0-3 * * *", TORONTO)
+    assert dues(plan, utc(2026, 11, 1, 3, 30), utc(2026, 11, 1, 8, 30)) == [
+        utc(2026, 11, 1, hour) for hour in (4, 5, 7, 8)
+    ]
