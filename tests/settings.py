@@ -54,6 +54,7 @@ STATIC_URL = "/static/"
 
 DATABASE_VENDOR = os.environ.get("WEFT_TEST_DATABASE", "sqlite")
 #: Set by tests that start ``runjobs`` subprocesses: the test database they must use.
+#: Test databases are named after the pid so that several suites can run at once.
 TEST_DATABASE_NAME = os.environ.get("WEFT_TEST_DATABASE_NAME", "")
 if DATABASE_VENDOR == "postgres":
     DATABASES = {
@@ -63,7 +64,7 @@ if DATABASE_VENDOR == "postgres":
             "PORT": os.environ.get("WEFT_TEST_PG_PORT", "5432"),
             "USER": os.environ.get("WEFT_TEST_PG_USER", "postgres"),
             "NAME": TEST_DATABASE_NAME or os.environ.get("WEFT_TEST_PG_NAME", "test"),
-            "TEST": {"NAME": TEST_DATABASE_NAME or "test_weft"},
+            "TEST": {"NAME": TEST_DATABASE_NAME or f"test_weft_{os.getpid()}"},
         }
     }
 elif DATABASE_VENDOR == "sqlite":
@@ -72,7 +73,7 @@ elif DATABASE_VENDOR == "sqlite":
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": TEST_DATABASE_NAME or str(BASE_DIR / "db.sqlite3"),
             "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 30},
-            "TEST": {"NAME": TEST_DATABASE_NAME or str(BASE_DIR / ".test.sqlite3")},
+            "TEST": {"NAME": TEST_DATABASE_NAME or str(BASE_DIR / f".test-{os.getpid()}.sqlite3")},
         }
     }
 else:
