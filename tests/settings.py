@@ -81,8 +81,6 @@ else:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-WEFT_EXECUTOR = "django_weft.executors.InlineExecutor"
-
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

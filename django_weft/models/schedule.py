@@ -220,6 +220,16 @@ class Schedule(models.Model):
     def validate_plan(self) -> None:
         """Raise ``ValidationError`` naming each field that makes this row unschedulable."""
         errors: dict[str, list[str]] = {}
+        unreadable: set[str] = set()
+        for name in ("every", "at"):
+            # The ORM takes strings for these fields; read them as it will store them.
+            value = getattr(self, name)
+            if isinstance(value, str) and value:
+                try:
+                    setattr(self, name, self._meta.get_field(name).to_python(value))
+                except ValidationError as error:
+                    errors[name] = list(error.messages)
+                    unreadable.add(name)
         given = [name for name in ("cron", "every", "at") if getattr(self, name) not in ("", None)]
         if len(given) != 1:
             message = (
@@ -242,12 +252,14 @@ class Schedule(models.Model):
                 CronPlan(self.cron, self.timezone, on_gap=self.on_gap, on_fold=self.on_fold)
             except CronError as error:
                 errors.setdefault(error.field, []).append(str(error))
-        if self.every is not None and self.every <= timedelta(0):
-            errors.setdefault("every", []).append(
-                f"The interval must be positive, not {self.every}."
+        if "every" not in unreadable and self.every is not None and self.every <= timedelta(0):
+            # str(timedelta(seconds=-5)) is "-1 day, 23:59:55": show it as "-0:00:05".
+            shown = f"-{-self.every}" if self.every < timedelta(0) else str(self.every)
+            errors.setdefault("every", []).append(f"The interval must be positive, not {shown}.")
+        if "at" not in unreadable and self.at is not None and self.at.utcoffset() is None:
+            errors.setdefault("at", []).append(
+                f"The moment must be timezone-aware, not the naive {self.at.isoformat()}."
             )
-        if self.at is not None and self.at.tzinfo is None:
-            errors.setdefault("at", []).append("The moment must be timezone-aware.")
         self._validate_job(errors)
         if errors:
             raise ValidationError(errors)

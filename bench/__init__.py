@@ -1,0 +1,1 @@
+"""Benchmarks for django-weft, run by hand; see README.md."""

@@ -1,0 +1,38 @@
+"""``manage.py demo``: the example site's schedules and an admin user, loaded once."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.utils import timezone
+
+from django_weft.models import Schedule
+
+
+class Command(BaseCommand):
+    help = "Create the demo schedules and the admin/admin superuser if they are missing."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        User = get_user_model()
+        if not User.objects.filter(username="admin").exists():
+            User.objects.create_superuser("admin", "admin@example.com", "admin")
+            self.stdout.write("created superuser admin (password admin)")
+        now = timezone.now()
+        rows: list[dict[str, Any]] = [
+            {"name": "nightly digest", "job": "content.digest", "cron": "0 7 * * *",
+             "timezone": "America/Toronto"},
+            {"name": "hourly cleanup", "job": "content.cleanup", "every": timedelta(hours=1)},
+            {"name": "renew the domain", "job": "content.remind",
+             "args": {"text": "renew the domain"}, "at": now - timedelta(minutes=20)},
+            {"name": "look at the demo", "job": "content.remind",
+             "args": {"text": "look at the demo"}, "at": now + timedelta(minutes=2)},
+        ]
+        for row in rows:
+            name = row.pop("name")
+            if Schedule.objects.filter(name=name).exists():
+                continue
+            Schedule(name=name, **row).save()
+            self.stdout.write(f"created schedule {name!r}")

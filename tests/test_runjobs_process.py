@@ -1,0 +1,88 @@
+"""Real ``runjobs`` processes: signals, shutdown, and several workers on one database."""
+
+from __future__ import annotations
+
+import signal
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from django_weft.jobs import registry
+from django_weft.models import Run, RunStatus, Schedule, WorkerProcess
+from django_weft.runs import start
+from tests.processes import runjobs, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_runjobs_sigterm_exits_cleanly() -> None:
+    """SIGTERM stops an idle worker: exit code 0, its process row marked stopped."""
+    process = runjobs()
+    try:
+        wait_for(lambda: WorkerProcess.objects.exists(), what="the worker to register")
+        process.send_signal(signal.SIGTERM)
+    finally:
+        output = process.finish()
+    assert process.returncode == 0, output
+    assert "runjobs stopped" in output
+    assert WorkerProcess.objects.get().stopped_at is not None
+
+
+def test_runjobs_sigterm_lets_a_run_finish_within_the_grace() -> None:
+    """A run shorter than the shutdown grace finishes done after SIGTERM."""
+    run = start(registry.get("tests.sleep"), {"seconds": 1.0})
+    process = runjobs("--shutdown-grace", "30")
+    try:
+        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
+        process.send_signal(signal.SIGTERM)
+    finally:
+        output = process.finish()
+    assert process.returncode == 0, output
+    assert Run.objects.get(pk=run.pk).status == RunStatus.DONE
+
+
+def test_runjobs_sigterm_aborts_runs_past_the_grace() -> None:
+    """A run longer than the grace is aborted at its next sleep, and the worker exits."""
+    run = start(registry.get("tests.sleep"), {"seconds": 600.0})
+    process = runjobs("--shutdown-grace", "0.5")
+    try:
+        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
+        process.send_signal(signal.SIGTERM)
+    finally:
+        output = process.finish()
+    assert process.returncode == 0, output
+    finished = Run.objects.get(pk=run.pk)
+    assert finished.status == RunStatus.ABORTED
+    assert finished.abort_requested_at is not None
+
+
+def test_runjobs_second_signal_forces_the_stop() -> None:
+    """A second SIGTERM aborts running runs at once instead of waiting out a long grace."""
+    run = start(registry.get("tests.sleep"), {"seconds": 600.0})
+    process = runjobs("--shutdown-grace", "600")
+    try:
+        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
+        process.send_signal(signal.SIGTERM)
+        wait_for(lambda: process.printed("stopping"), what="the first signal to be handled")
+        process.send_signal(signal.SIGTERM)
+    finally:
+        output = process.finish()
+    assert process.returncode == 0, output
+    assert Run.objects.get(pk=run.pk).status == RunStatus.ABORTED
+
+
+def test_runjobs_two_processes_fire_each_slot_once() -> None:
+    """Two workers over the same 200 due rows: every slot fires exactly once."""
+    now = timezone.now()
+    for number in range(200):
+        Schedule.objects.create(
+            name=f"due {number}", job="tests.noop", at=now - timedelta(seconds=number)
+        )
+    first, second = runjobs("--once"), runjobs("--once")
+    outputs = [first.finish(120), second.finish(120)]
+    assert (first.returncode, second.returncode) == (0, 0), outputs
+    assert Run.objects.count() == 200
+    assert Run.objects.filter(status=RunStatus.DONE).count() == 200
+    per_schedule = {s.pk: s.runs.count() for s in Schedule.objects.all()}
+    assert set(per_schedule.values()) == {1}
