@@ -21,9 +21,7 @@ def _import_subclass(setting: str, path: Any, base_path: str, check_id: str) -> 
     except ImportError as error:
         return [Error(f"{setting} = {path!r} cannot be imported: {error}.", id=check_id)]
     if not (isinstance(cls, type) and issubclass(cls, base)):
-        return [
-            Error(f"{setting} = {path!r} is not a subclass of {base_path}.", id=check_id)
-        ]
+        return [Error(f"{setting} = {path!r} is not a subclass of {base_path}.", id=check_id)]
     return []
 
 
@@ -31,7 +29,10 @@ def _import_subclass(setting: str, path: Any, base_path: str, check_id: str) -> 
 def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
     messages: list[CheckMessage] = []
     messages += _import_subclass(
-        "WEFT_CLOCK", weft_settings._get("WEFT_CLOCK"), "django_weft.clocks.Clock", "django_weft.E001"
+        "WEFT_CLOCK",
+        weft_settings._get("WEFT_CLOCK"),
+        "django_weft.clocks.Clock",
+        "django_weft.E001",
     )
     messages += _import_subclass(
         "WEFT_EXECUTOR",
@@ -42,13 +43,19 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
     concurrency = weft_settings._get("WEFT_CONCURRENCY")
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
         messages.append(
-            Error(f"WEFT_CONCURRENCY must be a positive integer, not {concurrency!r}.", id="django_weft.E003")
+            Error(
+                f"WEFT_CONCURRENCY must be a positive integer, not {concurrency!r}.",
+                id="django_weft.E003",
+            )
         )
     for name in ("WEFT_GRACE", "WEFT_CATCH_UP_WINDOW"):
         value = weft_settings._get(name)
         if not isinstance(value, timedelta) or value < timedelta(0):
             messages.append(
-                Error(f"{name} must be a timedelta of zero or more, not {value!r}.", id="django_weft.E004")
+                Error(
+                    f"{name} must be a timedelta of zero or more, not {value!r}.",
+                    id="django_weft.E004",
+                )
             )
     seconds_ok = True
     for name in (
@@ -62,7 +69,10 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
         if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
             seconds_ok = False
             messages.append(
-                Error(f"{name} must be a positive number of seconds, not {value!r}.", id="django_weft.E005")
+                Error(
+                    f"{name} must be a positive number of seconds, not {value!r}.",
+                    id="django_weft.E005",
+                )
             )
     if seconds_ok and weft_settings.LOST_AFTER <= 2 * weft_settings.HEARTBEAT_INTERVAL:
         messages.append(
@@ -77,12 +87,15 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
 
 
 @register(deploy=False)
-def check_sqlite_transactions(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> list[CheckMessage]:
+def check_sqlite_transactions(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
     messages: list[CheckMessage] = []
     for alias, database in settings.DATABASES.items():
         if connections[alias].vendor != "sqlite":
             continue
-        mode = str(database.get("OPTIONS", {}).get("transaction_mode", "")).upper()
+        options: Any = database.get("OPTIONS") or {}
+        mode = str(options.get("transaction_mode", "")).upper()
         if mode != "IMMEDIATE":
             messages.append(
                 Warning(

@@ -29,10 +29,12 @@ class RunState:
 
     @property
     def data(self) -> dict[str, Any]:
-        return self.document.data
+        data: dict[str, Any] = self.document.data
+        return data
 
     def change(self, change: Change) -> dict[str, Any]:
-        return change_document(self.document, change).data
+        data: dict[str, Any] = change_document(self.document, change).data
+        return data
 
     async def achange(self, change: Change) -> dict[str, Any]:
         return await sync_to_async(self.change)(change)

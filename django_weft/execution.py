@@ -24,7 +24,10 @@ def execute(run: Run, *, abort: threading.Event, now: Callable[[], datetime]) ->
     if job is None:
         # Claiming filters on deployed jobs, so only a redeploy in between gets here.
         return finish(
-            run.pk, RunStatus.FAILED, now=now(), error_type="UnknownJob",
+            run.pk,
+            RunStatus.FAILED,
+            now=now(),
+            error_type="UnknownJob",
             error_message=f'job "{run.job}" version {run.job_version} is not deployed here',
         )
     context = RunContext(run, abort=abort)

@@ -19,7 +19,6 @@ from django_weft.exceptions import InvalidArgs, UnknownJob
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
-    from django_weft.context import RunContext
     from django_weft.models import Run
     from django_weft.outcomes import FinishContext, Outcome
 

@@ -41,7 +41,12 @@ class FinishContext:
         self.now = now
 
     def document(
-        self, key: str, *, schema: str, version: int = 1, initial: Callable[[], dict[str, Any]] = dict
+        self,
+        key: str,
+        *,
+        schema: str,
+        version: int = 1,
+        initial: Callable[[], dict[str, Any]] = dict,
     ) -> Document:
         return open_document(key, schema=schema, version=version, initial=initial)
 

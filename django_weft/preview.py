@@ -25,7 +25,9 @@ def parse_duration(text: str) -> timedelta:
     """``36h``, ``7d``, ``1d12h``, ``90m``, ``2w`` as a timedelta; ValueError otherwise."""
     cleaned = text.strip().lower()
     if not cleaned or _DURATION.sub("", cleaned):
-        raise ValueError(f'"{text}" is not a duration; use a number and a unit, e.g. 36h, 7d, 1d12h')
+        raise ValueError(
+            f'"{text}" is not a duration; use a number and a unit, e.g. 36h, 7d, 1d12h'
+        )
     total = timedelta()
     for amount, unit in _DURATION.findall(cleaned):
         total += timedelta(**{_UNITS[unit]: int(amount)})
@@ -80,5 +82,3 @@ def preview(since: datetime, period: timedelta, schedules: Iterable[Schedule]) -
 
 def enabled_schedules() -> list[Schedule]:
     return list(Schedule.objects.filter(enabled=True).order_by("name"))
-
-

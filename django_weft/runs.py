@@ -11,7 +11,7 @@ import logging
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, connection, transaction
@@ -68,7 +68,9 @@ def start_in_transaction(
     stored = dict(args or {}) if validated else job.validate_args(args)
     concurrency_key = ""
     if job.concurrency is not None:
-        concurrency_key = (job.concurrency_key(stored, owner) if job.concurrency_key else None) or ""
+        concurrency_key = (
+            job.concurrency_key(stored, owner) if job.concurrency_key else None
+        ) or ""
         _serialize_starts(job.name, concurrency_key)
     if key is not None and (existing := _run_for_key(job, key, stored)) is not None:
         return existing
@@ -81,7 +83,7 @@ def start_in_transaction(
         job=job.name,
         job_version=job.version,
         args=stored,
-        owner=owner,
+        owner=cast(Any, owner),  # AUTH_USER_MODEL, whatever class the project swapped in
         schedule=schedule,
         due=due,
         idempotency_key=key,
@@ -127,7 +129,12 @@ def _serialize_starts(job: str, key: str) -> None:
 
 
 def claim(
-    jobs: Iterable[Job], *, limit: int, worker: WorkerProcess, now: datetime, queues: Iterable[str] | None
+    jobs: Iterable[Job],
+    *,
+    limit: int,
+    worker: WorkerProcess,
+    now: datetime,
+    queues: Iterable[str] | None,
 ) -> list[Run]:
     """Mark up to ``limit`` queued runs as running on ``worker`` and return them."""
     with transaction.atomic():
@@ -190,7 +197,11 @@ def finish(
                 logger.exception("finish hook of %s run %s failed", run.job, run.pk)
                 failure = f"finish hook failed: {type(error).__name__}: {error}"
                 if status == RunStatus.DONE:
-                    status, error_type, error_message = RunStatus.FAILED, type(error).__name__, failure
+                    status, error_type, error_message = (
+                        RunStatus.FAILED,
+                        type(error).__name__,
+                        failure,
+                    )
                 else:
                     error_message = f"{error_message}; {failure}" if error_message else failure
         run.status, run.result = status, result
@@ -206,7 +217,9 @@ def finish(
 def _record_on_schedule(run: Run, now: datetime) -> None:
     """Carry the outcome to the schedule's last-run record, and start a buffered fire."""
     ok = run.status == RunStatus.DONE
-    Schedule.objects.filter(pk=run.schedule_id, last_run=run).update(
+    schedule_id = run.schedule_id
+    assert schedule_id is not None
+    Schedule.objects.filter(pk=schedule_id, last_run=run).update(
         last_ended=now,
         last_status=LastStatus.OK if ok else LastStatus.FAILED,
         last_error_type="" if ok else run.error_type or str(run.status),
@@ -214,20 +227,52 @@ def _record_on_schedule(run: Run, now: datetime) -> None:
     )
     schedule = (
         Schedule.objects.select_for_update()
-        .filter(pk=run.schedule_id, buffered_due__isnull=False)
+        .filter(pk=schedule_id, buffered_due__isnull=False)
         .first()
     )
     if schedule is None or schedule.job not in registry:
         return
     due = schedule.buffered_due
+    assert due is not None
     Schedule.objects.filter(pk=schedule.pk).update(buffered_due=None)
-    buffered = start_in_transaction(
-        registry.get(schedule.job), schedule.args, schedule=schedule, due=due, owner=schedule.owner, now=now
-    )
+    start_for_schedule(schedule, registry.get(schedule.job), schedule.args, due=due, now=now)
+
+
+def start_for_schedule(
+    schedule: Schedule, job: Job, args: dict[str, Any], *, due: datetime, now: datetime
+) -> Run:
+    """Start the run of one slot of ``schedule`` and make it the row's last run.
+
+    Inside the caller's transaction; the (schedule, due) unique constraint refuses a
+    slot that already fired with an ``IntegrityError``.
+    """
+    with transaction.atomic():
+        run = start_in_transaction(
+            job, args, schedule=schedule, due=due, owner=schedule.owner, now=now, validated=True
+        )
     Schedule.objects.filter(pk=schedule.pk).update(
-        last_due=due, last_started=now, last_ended=None, last_status=LastStatus.RUNNING,
-        last_error_type="", last_error_message="", last_run=buffered,
+        last_due=due,
+        last_started=now,
+        last_ended=None,
+        last_status=LastStatus.RUNNING,
+        last_error_type="",
+        last_error_message="",
+        last_run=run,
     )
+    return run
+
+
+def run_now(schedule: Schedule, *, now: datetime | None = None) -> Run:
+    """Start a run of ``schedule``'s job now, outside its plan (the admin's *run now*).
+
+    The args are validated again; the run's due is now. The plan is untouched.
+    """
+    moment = now or timezone.now()
+    job = registry.get(schedule.job)
+    with transaction.atomic():
+        return start_for_schedule(
+            schedule, job, job.validate_args(schedule.args), due=moment, now=moment
+        )
 
 
 def _announce(run: Run) -> None:

@@ -22,7 +22,7 @@ from django_weft.cron import CronError
 from django_weft.exceptions import InvalidArgs, StartRefused, UnknownJob
 from django_weft.jobs import registry
 from django_weft.models import CatchUp, LastStatus, Overlap, Schedule
-from django_weft.runs import start_in_transaction
+from django_weft.runs import start_for_schedule
 from django_weft.signals import schedule_failed
 from django_weft.timing import Plan, slots_between
 
@@ -129,7 +129,9 @@ class Scheduler:
             row,
             now,
             row.grace if row.grace is not None else weft_settings.GRACE,
-            row.catch_up_window if row.catch_up_window is not None else weft_settings.CATCH_UP_WINDOW,
+            row.catch_up_window
+            if row.catch_up_window is not None
+            else weft_settings.CATCH_UP_WINDOW,
         )
         fire, missed, buffered = self._apply_overlap(row, decision)
         problem, job, args = "", None, row.args
@@ -148,32 +150,22 @@ class Scheduler:
             logger.debug("schedule %s was fired by another process", row.name)
             return
         if missed:
-            logger.info("schedule %s missed %d slot(s); next due %s", row.name, missed, decision.next_due)
+            logger.info(
+                "schedule %s missed %d slot(s); next due %s", row.name, missed, decision.next_due
+            )
         if problem:
             self._report_problem(row, problem)
             return
         assert job is not None
         for due in fire:
             try:
-                with transaction.atomic():
-                    run = start_in_transaction(
-                        job, args, schedule=row, due=due, owner=row.owner, now=now, validated=True
-                    )
+                run = start_for_schedule(row, job, args, due=due, now=now)
             except IntegrityError:
                 logger.debug("slot %s of %s already fired", due, row.name)
                 continue
             except StartRefused as error:
                 self._record_refusal(row, due, now, error)
                 continue
-            Schedule.objects.filter(pk=row.pk).update(
-                last_due=due,
-                last_started=now,
-                last_ended=None,
-                last_status=LastStatus.RUNNING,
-                last_error_type="",
-                last_error_message="",
-                last_run=run,
-            )
             logger.info("fired %s due %s as run %s", row.name, due.isoformat(), run.pk)
 
     @staticmethod

@@ -124,7 +124,9 @@ class Worker:
     def stop(self) -> None:
         """Stop claiming; running runs get the shutdown grace to finish."""
         if not self._stopping.is_set():
-            logger.info("stopping: no new runs; waiting up to %ss for running ones", self.shutdown_grace)
+            logger.info(
+                "stopping: no new runs; waiting up to %ss for running ones", self.shutdown_grace
+            )
         self._stopping.set()
         self._wake.set()
 

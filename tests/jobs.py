@@ -28,3 +28,9 @@ class SleepArgs(serializers.Serializer[Any]):
 def sleep(ctx: RunContext, seconds: float) -> None:
     """Sleeps through the run context, so an abort or a shutdown interrupts it."""
     ctx.sleep(seconds)
+
+
+@job("tests.due")
+def report_due(ctx: RunContext) -> str | None:
+    """Returns the due it was given, so a test reads what the job saw from the run's result."""
+    return ctx.due.isoformat() if ctx.due is not None else None

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from example_project.content.jobs import ledger_document
 from django_weft.models import LastStatus, Schedule
 from django_weft.testing import DrivenClock
 from django_weft.worker import Worker
+from example_project.content.jobs import ledger_document
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -106,7 +106,10 @@ def test_seed_content_site_week(clock: DrivenClock, worker: Worker, failures: li
         assert ledger()["dues"]["digest"][-1] == utc(2026, 3, 13, 12, 0).isoformat()
 
         Schedule.objects.create(
-            name="welcome", job="content.remind", args={"text": "welcome back"}, at=clock.now() - DAY
+            name="welcome",
+            job="content.remind",
+            args={"text": "welcome back"},
+            at=clock.now() - DAY,
         )
         clock.advance(timedelta(0))
         assert ledger()["reminders"][-1] == "welcome back"

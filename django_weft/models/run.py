@@ -79,7 +79,8 @@ class Run(models.Model):
     due = models.DateTimeField(
         null=True, blank=True, help_text="The slot a schedule armed this run for."
     )
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # NULL, not "", for no key: the unique constraint then only covers runs that have one.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     concurrency_key = models.CharField(max_length=200, blank=True, default="")
     state = models.OneToOneField(
         "django_weft.Document",
@@ -149,7 +150,10 @@ class Run(models.Model):
         """The status, or ``blocked`` for a queued run this process's code cannot execute."""
         from django_weft.jobs import registry
 
-        if self.status == RunStatus.QUEUED and registry.deployed(self.job, self.job_version) is None:
+        if (
+            self.status == RunStatus.QUEUED
+            and registry.deployed(self.job, self.job_version) is None
+        ):
             return "blocked"
         return str(self.status)
 

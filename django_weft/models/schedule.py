@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -67,6 +67,10 @@ class ScheduleQuerySet(models.QuerySet["Schedule"]):
         """Rows that are new, re-enabled or whose plan was edited: armed from now."""
         return self.filter(enabled=True, armed=False)
 
+    def enable(self) -> int:
+        """Switch rows on; like a row switched on in a form, each is armed from now."""
+        return self.filter(enabled=False).update(enabled=True, armed=False, next_due=None)
+
     def next_due(self) -> datetime | None:
         first = (
             self.filter(enabled=True, armed=True, next_due__isnull=False)
@@ -83,9 +87,7 @@ class Schedule(models.Model):
     name = models.CharField(max_length=200, unique=True)
     job = models.CharField(max_length=200, help_text="Name of a registered job.")
     args = models.JSONField(default=dict, blank=True, help_text="The job's args, as JSON.")
-    cron = models.CharField(
-        max_length=200, blank=True, help_text='Five fields, e.g. "0 7 * * *".'
-    )
+    cron = models.CharField(max_length=200, blank=True, help_text='Five fields, e.g. "0 7 * * *".')
     timezone = models.CharField(
         max_length=64, blank=True, help_text='IANA zone the cron is read in, e.g. "Europe/Berlin".'
     )
@@ -104,7 +106,9 @@ class Schedule(models.Model):
         null=True, blank=True, help_text='Oldest slot "all" makes up (default: the setting).'
     )
     grace = models.DurationField(
-        null=True, blank=True, help_text="Lateness after which a fire is missed (default: the setting)."
+        null=True,
+        blank=True,
+        help_text="Lateness after which a fire is missed (default: the setting).",
     )
     overlap = models.CharField(max_length=16, choices=Overlap.choices, default=Overlap.SKIP)
     on_gap = models.CharField(max_length=16, choices=OnGap.choices, default=OnGap.SHIFT)
@@ -184,13 +188,6 @@ class Schedule(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    @classmethod
-    def from_db(cls, db: str | None, field_names: Any, values: Any, **kwargs: Any) -> Schedule:
-        # **kwargs: Django 6.1 passes fetch_mode, 5.2 passes nothing more.
-        instance = super().from_db(db, field_names, values, **kwargs)
-        instance._loaded_plan = instance._plan_key()
-        return instance
-
     def save(self, *args: Any, **kwargs: Any) -> None:
         """Refuse an unschedulable row, and mark an edited plan to be re-armed from now.
 
@@ -206,6 +203,13 @@ class Schedule(models.Model):
                 kwargs["update_fields"] = {*update_fields, "armed", "next_due"}
         super().save(*args, **kwargs)
         self._loaded_plan = self._plan_key()
+
+    @classmethod
+    def from_db(cls, db: str | None, field_names: Any, values: Any, **kwargs: Any) -> Schedule:
+        # **kwargs: Django 6.1 passes fetch_mode, 5.2 passes nothing more.
+        instance = super().from_db(db, field_names, values, **kwargs)
+        instance._loaded_plan = instance._plan_key()
+        return instance
 
     def _plan_key(self) -> tuple[Any, ...]:
         # Re-enabling counts as an edit: a row switched back on is armed from now, so
@@ -226,15 +230,15 @@ class Schedule(models.Model):
             value = getattr(self, name)
             if isinstance(value, str) and value:
                 try:
-                    setattr(self, name, self._meta.get_field(name).to_python(value))
+                    field = cast("models.Field[Any, Any]", self._meta.get_field(name))
+                    setattr(self, name, field.to_python(value))
                 except ValidationError as error:
                     errors[name] = list(error.messages)
                     unreadable.add(name)
         given = [name for name in ("cron", "every", "at") if getattr(self, name) not in ("", None)]
         if len(given) != 1:
-            message = (
-                "Give exactly one of cron, every and at"
-                + (f" (got {', '.join(given)})." if given else ".")
+            message = "Give exactly one of cron, every and at" + (
+                f" (got {', '.join(given)})." if given else "."
             )
             for name in given or ("cron", "every", "at"):
                 errors.setdefault(name, []).append(message)

@@ -12,7 +12,12 @@ def home(request: HttpRequest) -> HttpResponse:
     """The schedules with their next fires and last runs, and the ledger the jobs fill."""
     now = timezone.now()
     schedules = [
-        (schedule, [fire.due for fire in schedule.plan(now).fires(now, now + timezone.timedelta(days=2))][:3])
+        (
+            schedule,
+            [fire.due for fire in schedule.plan(now).fires(now, now + timezone.timedelta(days=2))][
+                :3
+            ],
+        )
         for schedule in Schedule.objects.all()
     ]
     return render(

@@ -30,7 +30,9 @@ def duration(text: str) -> timedelta:
 def moment(text: str) -> datetime:
     parsed = parse_datetime(text)
     if parsed is None:
-        raise argparse.ArgumentTypeError(f'"{text}" is not an ISO-8601 moment, e.g. 2026-03-07T11:00Z')
+        raise argparse.ArgumentTypeError(
+            f'"{text}" is not an ISO-8601 moment, e.g. 2026-03-07T11:00Z'
+        )
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
@@ -69,40 +71,66 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--concurrency", "-c", type=positive_int, default=None,
+            "--concurrency",
+            "-c",
+            type=positive_int,
+            default=None,
             help="How many runs this process executes at once (default: WEFT_CONCURRENCY).",
         )
         parser.add_argument(
-            "--queue", "-q", action="append", dest="queues", metavar="QUEUE",
+            "--queue",
+            "-q",
+            action="append",
+            dest="queues",
+            metavar="QUEUE",
             help="Only execute runs of this queue (repeatable; default: every queue).",
         )
         parser.add_argument(
-            "--job", "-j", action="append", dest="jobs", metavar="JOB",
+            "--job",
+            "-j",
+            action="append",
+            dest="jobs",
+            metavar="JOB",
             help="Only execute runs of this job (repeatable; default: every registered job).",
         )
         parser.add_argument(
-            "--no-schedules", action="store_false", dest="schedules",
+            "--no-schedules",
+            action="store_false",
+            dest="schedules",
             help="Execute runs but fire no schedules.",
         )
         parser.add_argument(
-            "--once", action="store_true",
+            "--once",
+            action="store_true",
             help="Fire what is due, execute what is queued, then exit.",
         )
         parser.add_argument(
-            "--clock", type=clock_path, default=None, metavar="IMPORT_STRING",
+            "--clock",
+            type=clock_path,
+            default=None,
+            metavar="IMPORT_STRING",
             help="The clock to read time through (default: WEFT_CLOCK).",
         )
         parser.add_argument(
-            "--shutdown-grace", type=seconds, default=None, metavar="SECONDS",
+            "--shutdown-grace",
+            type=seconds,
+            default=None,
+            metavar="SECONDS",
             help="After a stop signal, how long running runs may finish before they are aborted "
             "(default: WEFT_SHUTDOWN_GRACE).",
         )
         parser.add_argument(
-            "--plan", type=duration, default=None, metavar="DURATION",
+            "--plan",
+            type=duration,
+            default=None,
+            metavar="DURATION",
             help="Print every fire over DURATION (36h, 7d, ...) and exit without running anything.",
         )
         parser.add_argument(
-            "--since", type=moment, default=None, metavar="ISO-8601",
+            "--since",
+            type=moment,
+            default=None,
+            metavar="ISO-8601",
             help="With --plan: start the preview at this moment (default: the clock's now).",
         )
 
@@ -139,7 +167,9 @@ class Command(BaseCommand):
         logger = logging.getLogger("django_weft")
         if not logger.handlers and not logging.getLogger().handlers:
             handler = logging.StreamHandler(sys.stderr)
-            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+            handler.setFormatter(
+                logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+            )
             logger.addHandler(handler)
         logger.setLevel(logging.DEBUG if verbosity > 1 else logging.INFO)
 

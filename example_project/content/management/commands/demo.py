@@ -22,13 +22,25 @@ class Command(BaseCommand):
             self.stdout.write("created superuser admin (password admin)")
         now = timezone.now()
         rows: list[dict[str, Any]] = [
-            {"name": "nightly digest", "job": "content.digest", "cron": "0 7 * * *",
-             "timezone": "America/Toronto"},
+            {
+                "name": "nightly digest",
+                "job": "content.digest",
+                "cron": "0 7 * * *",
+                "timezone": "America/Toronto",
+            },
             {"name": "hourly cleanup", "job": "content.cleanup", "every": timedelta(hours=1)},
-            {"name": "renew the domain", "job": "content.remind",
-             "args": {"text": "renew the domain"}, "at": now - timedelta(minutes=20)},
-            {"name": "look at the demo", "job": "content.remind",
-             "args": {"text": "look at the demo"}, "at": now + timedelta(minutes=2)},
+            {
+                "name": "renew the domain",
+                "job": "content.remind",
+                "args": {"text": "renew the domain"},
+                "at": now - timedelta(minutes=20),
+            },
+            {
+                "name": "look at the demo",
+                "job": "content.remind",
+                "args": {"text": "look at the demo"},
+                "at": now + timedelta(minutes=2),
+            },
         ]
         for row in rows:
             name = row.pop("name")

@@ -1,0 +1,200 @@
+"""Admin pages: edit schedules and see their next fires; watch and abort runs."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+from django_weft.cron import CronError, Fire
+from django_weft.exceptions import WeftError
+from django_weft.models import Document, Run, Schedule, WorkerProcess
+from django_weft.models.run import UNFINISHED
+from django_weft.runs import abort, run_now
+
+if TYPE_CHECKING:
+    ScheduleAdminBase = admin.ModelAdmin[Schedule]
+    RunAdminBase = admin.ModelAdmin[Run]
+    DocumentAdminBase = admin.ModelAdmin[Document]
+    WorkerProcessAdminBase = admin.ModelAdmin[WorkerProcess]
+else:
+    # ModelAdmin is generic only to the type checker.
+    ScheduleAdminBase = RunAdminBase = DocumentAdminBase = WorkerProcessAdminBase = admin.ModelAdmin
+
+#: How many upcoming fires the change page lists.
+NEXT_FIRES = 10
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(ScheduleAdminBase):
+    list_display = [
+        "name",
+        "job",
+        "plan",
+        "timezone",
+        "enabled",
+        "next_due",
+        "last_status",
+        "last_error_message",
+        "missed",
+    ]
+    list_filter = ["enabled", "last_status", "job"]
+    search_fields = ["name", "job"]
+    actions = ["run_now_action", "enable_action", "disable_action"]
+    readonly_fields = [
+        "next_fires",
+        "next_due",
+        "problem",
+        "missed",
+        "last_due",
+        "last_started",
+        "last_ended",
+        "last_status",
+        "last_error_type",
+        "last_error_message",
+        "last_run",
+    ]
+    fieldsets = [
+        (None, {"fields": ["name", "job", "args", "enabled", "owner"]}),
+        ("When", {"fields": ["cron", "timezone", "every", "at", "next_fires"]}),
+        (
+            "Policies",
+            {"fields": ["catch_up", "catch_up_window", "grace", "overlap", "on_gap", "on_fold"]},
+        ),
+        (
+            "Last run",
+            {
+                "fields": [
+                    "next_due",
+                    "last_status",
+                    "last_due",
+                    "last_started",
+                    "last_ended",
+                    "last_error_type",
+                    "last_error_message",
+                    "last_run",
+                    "missed",
+                    "problem",
+                ]
+            },
+        ),
+    ]
+
+    @admin.display(description="plan")
+    def plan(self, schedule: Schedule) -> str:
+        return schedule.describe_plan()
+
+    @admin.display(description="next fires")
+    def next_fires(self, schedule: Schedule) -> str:
+        """The coming fires in UTC and in the row's zone, DST-moved ones marked."""
+        if schedule.pk is None:
+            return "Save the schedule to see its next fires."
+        now = timezone.now()
+        try:
+            fires: list[Fire] = []
+            plan = schedule.plan(now)
+            after = now
+            while len(fires) < NEXT_FIRES and (fire := plan.next_fire(after)) is not None:
+                fires.append(fire)
+                after = fire.due
+        except CronError as error:
+            return str(error)
+        if not schedule.enabled:
+            return "Disabled: nothing fires."
+        if not fires:
+            return "Nothing more to fire."
+        zone = ZoneInfo(schedule.timezone_name())
+        return format_html(
+            "<ol class='weft-next-fires'>{}</ol>",
+            format_html_join(
+                "",
+                "<li>{} UTC &middot; {} {}</li>",
+                (
+                    (
+                        f"{fire.due:%Y-%m-%d %H:%M}",
+                        f"{fire.due.astimezone(zone):%Y-%m-%d %H:%M %Z}",
+                        f"({fire.note})" if fire.note else "",
+                    )
+                    for fire in fires
+                ),
+            ),
+        )
+
+    @admin.action(description="Run selected schedules now")
+    def run_now_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        for schedule in queryset:
+            try:
+                run = run_now(schedule)
+            except WeftError as error:
+                self.message_user(request, f"{schedule}: {error}", messages.ERROR)
+            else:
+                self.message_user(request, f"{schedule}: started run {run.pk}", messages.SUCCESS)
+
+    @admin.action(description="Enable selected schedules")
+    def enable_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        count = Schedule.objects.filter(pk__in=queryset.values("pk")).enable()
+        self.message_user(request, f"Enabled {count} schedule(s); they fire from now on.")
+
+    @admin.action(description="Disable selected schedules")
+    def disable_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        count = queryset.filter(enabled=True).update(enabled=False)
+        self.message_user(request, f"Disabled {count} schedule(s).")
+
+
+@admin.register(Run)
+class RunAdmin(RunAdminBase):
+    list_display = ["id", "job", "phase", "owner", "schedule", "due", "created_at", "finished_at"]
+    list_filter = ["status", "job", "owner"]
+    search_fields = ["id", "job", "idempotency_key"]
+    actions = ["abort_action"]
+    date_hierarchy = "created_at"
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Run | None = None) -> list[str]:
+        return [field.name for field in Run._meta.fields] + ["phase", "state_data"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
+        return False
+
+    @admin.display(description="phase")
+    def phase(self, run: Run) -> str:
+        return run.phase
+
+    @admin.display(description="state")
+    def state_data(self, run: Run) -> str:
+        if run.state is None:
+            return "-"
+        return format_html(
+            "<pre class='weft-state' data-key='{}'>{}</pre>",
+            run.state.key,
+            json.dumps(run.state.data, indent=2, ensure_ascii=False),
+        )
+
+    @admin.action(description="Abort selected runs")
+    def abort_action(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        requested = sum(abort(run) for run in queryset.filter(status__in=UNFINISHED))
+        self.message_user(request, f"Abort requested for {requested} run(s).")
+
+
+@admin.register(Document)
+class DocumentAdmin(DocumentAdminBase):
+    list_display = ["key", "schema", "version", "revision", "updated_at"]
+    search_fields = ["key", "schema"]
+    readonly_fields = ["revision", "updated_at"]
+
+
+@admin.register(WorkerProcess)
+class WorkerProcessAdmin(WorkerProcessAdminBase):
+    list_display = ["__str__", "started_at", "last_beat", "stopped_at"]
+    readonly_fields = ["hostname", "pid", "started_at", "last_beat", "stopped_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
