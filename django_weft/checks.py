@@ -16,6 +16,8 @@ from django_weft.conf import weft_settings
 
 def _import_subclass(setting: str, path: Any, base_path: str, check_id: str) -> list[CheckMessage]:
     base = import_string(base_path)
+    if not isinstance(path, str):
+        return [Error(f"{setting} must be an import string, not {path!r}.", id=check_id)]
     try:
         cls = import_string(path)
     except ImportError as error:

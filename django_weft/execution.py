@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
+
+from asgiref.sync import async_to_sync
 
 from django_weft.context import RunContext
 from django_weft.exceptions import RunAborted
@@ -50,7 +51,9 @@ def execute(run: Run, *, abort: threading.Event, now: Callable[[], datetime]) ->
 def _call(job: Job, context: RunContext) -> Any:
     args = job.decode_args(context.run.args)
     if job.is_async:
-        return asyncio.run(job.func(context, **args))
+        # async_to_sync, not asyncio.run: the job's sync_to_async calls (its ORM work)
+        # then run on this worker thread, whose database connections the worker closes.
+        return async_to_sync(job.func)(context, **args)
     return job.func(context, **args)
 
 

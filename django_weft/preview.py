@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django_weft.cron import CronError
@@ -58,6 +58,9 @@ def preview(since: datetime, period: timedelta, schedules: Iterable[Schedule]) -
     An armed interval keeps its grid; a one-off that is overdue and has not run is
     shown at ``since``, when a worker started then would fire it.
     """
+    if since.utcoffset() is None:
+        raise ValueError(f"since must be a timezone-aware datetime, got {since!r}")
+    since = since.astimezone(UTC)  # every line is rendered "... UTC"
     until = since + period
     lines: list[PreviewLine] = []
     for row in schedules:
@@ -65,6 +68,7 @@ def preview(since: datetime, period: timedelta, schedules: Iterable[Schedule]) -
         if row.at is not None:
             due = row.first_due(since)
             if due is not None and due <= until:
+                due = due.astimezone(UTC)
                 overdue = due <= since
                 mark = f"overdue since {due:%Y-%m-%d %H:%M} UTC" if overdue else ""
                 lines.append(PreviewLine(max(due, since), row.name, zone, "", mark))

@@ -22,6 +22,7 @@ from django_weft.cron import CronError
 from django_weft.exceptions import InvalidArgs, StartRefused, UnknownJob
 from django_weft.jobs import registry
 from django_weft.models import CatchUp, LastStatus, Overlap, Schedule
+from django_weft.models.schedule import PLAN_FIELDS
 from django_weft.runs import start_for_schedule
 from django_weft.signals import schedule_failed
 from django_weft.timing import Plan, slots_between
@@ -63,7 +64,10 @@ def decide(row: Schedule, now: datetime, grace: timedelta, window: timedelta) ->
     if row.catch_up == CatchUp.ALL:
         recent = [slot for slot in missed_slots if slot >= now - window][-CATCH_UP_LIMIT:]
         return Decision(recent, next_due, len(missed_slots) - len(recent))
-    return Decision([], next_due, len(missed_slots))
+    # Only the slots later than their grace are dropped: back at 07:02 after two days
+    # down, the 07:00 digest still runs; the two before it are missed.
+    on_time = [slot for slot in missed_slots if now - slot <= grace]
+    return Decision(on_time, next_due, len(missed_slots) - len(on_time))
 
 
 def _latest_slot(plan: Plan, first: datetime, now: datetime) -> datetime:
@@ -108,7 +112,7 @@ class Scheduler:
             won = Schedule.objects.filter(
                 pk=row.pk,
                 armed=False,
-                **{name: getattr(row, name) for name in ("cron", "timezone", "every", "at")},
+                **{name: getattr(row, name) for name in PLAN_FIELDS},
             ).update(armed=True, next_due=due)
             if won:
                 logger.info("armed %s (%s): next due %s", row.name, row.describe_plan(), due)

@@ -142,6 +142,7 @@ class Worker:
         self.executor.shutdown()
         if self._listener is not None:
             self._listener.stop()
+            self._listener.join(5)
         if self.process is not None:
             WorkerProcess.objects.filter(pk=self.process.pk).update(stopped_at=self.clock.now())
         logger.info("runjobs stopped")
@@ -174,7 +175,9 @@ class Worker:
                 continue
             if once and self.executor.wait_idle(0):
                 return
-            self.clock.sleep_until(self.next_wakeup(), self._wake, self.poll_interval)
+            # Never sleep past a heartbeat: other workers count silence as death.
+            longest = min(self.poll_interval, weft_settings.HEARTBEAT_INTERVAL)
+            self.clock.sleep_until(self.next_wakeup(), self._wake, longest)
 
     def tick(self) -> bool:
         """One round: keep the heartbeat, fire due schedules, claim runs. True if it did work."""

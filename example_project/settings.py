@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "channels",
     "django_weft",
     "example_project.content",
+    "example_project.shell",
 ]
 
 MIDDLEWARE = [

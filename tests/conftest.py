@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connections
 
 from django_weft.models import Schedule
 from django_weft.signals import schedule_failed
@@ -35,3 +37,23 @@ def failures() -> Iterator[list[dict[str, object]]]:
     schedule_failed.connect(receiver, dispatch_uid="tests.failures")
     yield heard
     schedule_failed.disconnect(dispatch_uid="tests.failures")
+
+
+@pytest.fixture
+def running_worker() -> Iterator[Worker]:
+    """A worker executing runs on its own threads, as ``runjobs`` does."""
+    worker = Worker(
+        executor="django_weft.executors.ThreadExecutor", concurrency=2, poll_interval=0.05
+    )
+
+    def work() -> None:
+        try:
+            worker.run()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    yield worker
+    worker.stop()
+    thread.join(30)

@@ -7,7 +7,8 @@ from typing import Any
 from rest_framework import serializers
 
 from django_weft.context import RunContext
-from django_weft.jobs import job
+from django_weft.jobs import StateSpec, job
+from django_weft.outcomes import FinishContext, Outcome
 
 
 @job("tests.broken")
@@ -34,3 +35,68 @@ def sleep(ctx: RunContext, seconds: float) -> None:
 def report_due(ctx: RunContext) -> str | None:
     """Returns the due it was given, so a test reads what the job saw from the run's result."""
     return ctx.due.isoformat() if ctx.due is not None else None
+
+
+@job(
+    "tests.async_sum",
+    args=SleepArgs,
+    state=StateSpec("tests.async_state", initial=lambda: {"steps": 0}),
+)
+async def async_sum(ctx: RunContext, seconds: float) -> int:
+    """An ``async def`` job: awaits the abort-aware sleep and changes its state."""
+    assert ctx.state is not None
+    await ctx.asleep(seconds)
+    await ctx.acheck()
+    data = await ctx.state.achange(lambda d: d.__setitem__("steps", d["steps"] + 1))
+    return int(data["steps"])
+
+
+class ChainArgs(serializers.Serializer[Any]):
+    fail = serializers.BooleanField(default=False)
+
+
+@job("tests.chain", args=ChainArgs)
+def chain(ctx: RunContext, fail: bool) -> str:
+    """Returns at once; its finish hook does the work under test."""
+    return "chained"
+
+
+@chain.finish
+def chain_finished(outcome: Outcome, tx: FinishContext) -> None:
+    """Writes a document and starts a job, then raises if the run's args ask it to."""
+    tx.change(
+        tx.document("tests:chain", schema="tests.chain", initial=lambda: {"finishes": 0}),
+        lambda data: data.__setitem__("finishes", data["finishes"] + 1),
+    )
+    tx.start(noop)
+    if outcome.args["fail"]:
+        raise ValueError("the finish hook broke")
+
+
+@job("tests.watched_sleep", args=SleepArgs)
+def watched_sleep(ctx: RunContext, seconds: float) -> None:
+    """Sleeps; its finish hook counts finishes per run, to prove a finish happens once."""
+    ctx.sleep(seconds)
+
+
+@watched_sleep.finish
+def watched_sleep_finished(outcome: Outcome, tx: FinishContext) -> None:
+    key = f"tests:finishes:{outcome.run.pk}"
+    tx.change(
+        tx.document(key, schema="tests.finishes", initial=lambda: {"count": 0, "kinds": []}),
+        lambda data: data.update(count=data["count"] + 1, kinds=[*data["kinds"], outcome.kind]),
+    )
+
+
+class OnePerOwnerArgs(serializers.Serializer[Any]):
+    label = serializers.CharField()
+
+
+@job(
+    "tests.one_per_owner",
+    args=OnePerOwnerArgs,
+    concurrency=1,
+    concurrency_key=lambda args, owner: f"user:{owner.pk}" if owner is not None else None,
+)
+def one_per_owner(ctx: RunContext, label: str) -> None:
+    """At most one unfinished run per owner."""

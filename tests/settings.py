@@ -25,6 +25,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_weft",
     "example_project.content",
+    "example_project.shell",
     "tests",
 ]
 
@@ -80,6 +81,10 @@ else:
     raise RuntimeError(f"WEFT_TEST_DATABASE must be sqlite or postgres, not {DATABASE_VENDOR!r}")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Tests that kill a worker start the others with a fast heartbeat through these.
+WEFT_HEARTBEAT_INTERVAL = float(os.environ.get("WEFT_TEST_HEARTBEAT_INTERVAL", "5"))
+WEFT_LOST_AFTER = float(os.environ.get("WEFT_TEST_LOST_AFTER", "30"))
 
 LOGGING = {
     "version": 1,

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
@@ -195,26 +196,59 @@ class Schedule(models.Model):
         admin, the API and plain ORM code alike; a refused row writes nothing.
         """
         self.validate_plan()
-        if self._plan_key() != getattr(self, "_loaded_plan", None):
+        if self._plan_edited():
             self.armed = False
             self.next_due = None
             update_fields = kwargs.get("update_fields")
             if update_fields is not None:
                 kwargs["update_fields"] = {*update_fields, "armed", "next_due"}
         super().save(*args, **kwargs)
-        self._loaded_plan = self._plan_key()
+        self._loaded_plan = self._plan_values()
 
     @classmethod
     def from_db(cls, db: str | None, field_names: Any, values: Any, **kwargs: Any) -> Schedule:
         # **kwargs: Django 6.1 passes fetch_mode, 5.2 passes nothing more.
         instance = super().from_db(db, field_names, values, **kwargs)
-        instance._loaded_plan = instance._plan_key()
+        instance._loaded_plan = instance._plan_values()
         return instance
 
-    def _plan_key(self) -> tuple[Any, ...]:
+    def refresh_from_db(
+        self,
+        using: str | None = None,
+        fields: Iterable[str] | None = None,
+        from_queryset: models.QuerySet[Schedule] | None = None,
+    ) -> None:
+        fields = None if fields is None else list(fields)
+        super().refresh_from_db(using, fields, from_queryset)
+        # What was just read is what is stored, so an edit is measured against it. A
+        # deferred field read on first use comes through here too.
+        refreshed = {
+            name: value
+            for name, value in self._plan_values().items()
+            if fields is None or name in fields
+        }
+        self._loaded_plan = {**getattr(self, "_loaded_plan", {}), **refreshed}
+
+    def _plan_values(self) -> dict[str, Any]:
         # Re-enabling counts as an edit: a row switched back on is armed from now, so
-        # it does not fire slots that passed while it was off.
-        return (*(getattr(self, name) for name in PLAN_FIELDS), self.enabled)
+        # it does not fire slots that passed while it was off. Read from __dict__, so a
+        # field left out by only() or defer() is not fetched (nor, from from_db, looped on).
+        return {
+            name: self.__dict__[name] for name in (*PLAN_FIELDS, "enabled") if name in self.__dict__
+        }
+
+    def _plan_edited(self) -> bool:
+        loaded: dict[str, Any] | None = getattr(self, "_loaded_plan", None)
+        if loaded is None:
+            return True
+        current = self._plan_values()
+        unread = [name for name in current if name not in loaded]
+        if unread:
+            # Set without being read first (left out by only(), or fetched along with
+            # its peers): compare with what the row holds.
+            row = type(self)._base_manager.using(self._state.db).filter(pk=self.pk)
+            loaded = {**loaded, **(row.values(*unread).first() or {})}
+        return any(name not in loaded or loaded[name] != value for name, value in current.items())
 
     # -- validation ---------------------------------------------------------------------
 

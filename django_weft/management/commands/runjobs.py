@@ -33,7 +33,7 @@ def moment(text: str) -> datetime:
         raise argparse.ArgumentTypeError(
             f'"{text}" is not an ISO-8601 moment, e.g. 2026-03-07T11:00Z'
         )
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def positive_int(text: str) -> int:
@@ -64,6 +64,16 @@ def clock_path(text: str) -> str:
     if not (isinstance(cls, type) and issubclass(cls, Clock)):
         raise argparse.ArgumentTypeError(f'"{text}" is not a django_weft.clocks.Clock subclass')
     return text
+
+
+#: The converters argparse applies, by option; keywords to call_command() go through them too.
+_CONVERTERS = {
+    "concurrency": positive_int,
+    "shutdown_grace": seconds,
+    "clock": clock_path,
+    "plan": duration,
+    "since": moment,
+}
 
 
 class Command(BaseCommand):
@@ -135,6 +145,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        self._convert_keywords(options)
         if options["since"] is not None and options["plan"] is None:
             raise CommandError("--since only goes with --plan")
         unknown = sorted(set(options["jobs"] or ()) - {job.name for job in registry})
@@ -153,11 +164,28 @@ class Command(BaseCommand):
             schedules=options["schedules"],
             shutdown_grace=options["shutdown_grace"],
         )
-        self._install_signal_handlers(worker)
-        worker.run(once=options["once"])
+        previous = self._install_signal_handlers(worker)
+        try:
+            worker.run(once=options["once"])
+        finally:
+            # call_command("runjobs", "--once") must not leave SIGINT bound to a dead worker.
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    @staticmethod
+    def _convert_keywords(options: dict[str, Any]) -> None:
+        """Check options given to call_command() as keywords, which skip argparse's types."""
+        for name, convert in _CONVERTERS.items():
+            value = options.get(name)
+            if isinstance(value, str | int | float) and not isinstance(value, bool):
+                try:
+                    options[name] = convert(str(value))
+                except argparse.ArgumentTypeError as error:
+                    raise CommandError(f"--{name.replace('_', '-')}: {error}") from None
 
     def _print_plan(self, since: datetime, period: timedelta) -> None:
         lines = preview(since, period, enabled_schedules())
+        since = since.astimezone(UTC)
         self.stdout.write(f"# fires from {since:%Y-%m-%d %H:%M} UTC for {period}: {len(lines)}")
         for line in lines:
             self.stdout.write(line.render())
@@ -174,7 +202,7 @@ class Command(BaseCommand):
         logger.setLevel(logging.DEBUG if verbosity > 1 else logging.INFO)
 
     @staticmethod
-    def _install_signal_handlers(worker: Worker) -> None:
+    def _install_signal_handlers(worker: Worker) -> dict[int, Any]:
         def handle(signum: int, frame: FrameType | None) -> None:
             if worker.is_stopping:
                 logging.getLogger("django_weft").warning("second signal: aborting running runs")
@@ -182,5 +210,4 @@ class Command(BaseCommand):
             else:
                 worker.stop()
 
-        signal.signal(signal.SIGTERM, handle)
-        signal.signal(signal.SIGINT, handle)
+        return {signum: signal.signal(signum, handle) for signum in (signal.SIGTERM, signal.SIGINT)}
