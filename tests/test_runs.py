@@ -19,7 +19,7 @@ from django_weft.exceptions import (
 )
 from django_weft.jobs import registry
 from django_weft.models import Document, Run, RunStatus
-from django_weft.runs import abort, finish, start
+from django_weft.runs import abort, finish
 from django_weft.worker import Worker
 from example_project.shell.jobs import shell
 from tests.processes import wait_for
@@ -140,7 +140,8 @@ def test_async_job_runs_to_done() -> None:
     done = Run.objects.select_related("state").get(pk=run.pk)
     assert done.status == RunStatus.DONE
     assert done.result == 1
-    assert done.state is not None and done.state.data == {"steps": 1}
+    assert done.state is not None
+    assert done.state.data == {"steps": 1}
 
 
 def test_run_receives_attempt_and_no_transaction() -> None:
