@@ -109,6 +109,8 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        # Django's model permissions carry the meaning: view_run sees every run in
+        # full, add_run may start runs, change_run may abort anyone's run.
         constraints = [
             models.UniqueConstraint(
                 fields=["schedule", "due"],
