@@ -34,7 +34,11 @@ BLANK: dict[str, Any] = {
 
 #: (fields, {field: [substrings its messages must contain]}): one per DESIGN §1 refusal.
 INVALID = [
-    pytest.param({}, {"cron": ["exactly one"], "every": ["exactly one"], "at": ["exactly one"]}, id="none-of-cron-every-at"),
+    pytest.param(
+        {},
+        {"cron": ["exactly one"], "every": ["exactly one"], "at": ["exactly one"]},
+        id="none-of-cron-every-at",
+    ),
     pytest.param(
         {"cron": "0 7 * * *", "timezone": TORONTO, "every": timedelta(hours=1)},
         {"cron": ["exactly one", "cron, every"], "every": ["exactly one", "cron, every"]},
@@ -57,9 +61,13 @@ INVALID = [
         id="unknown-zone",
     ),
     pytest.param(
-        {"cron": "61 * * * *", "timezone": TORONTO}, {"cron": ['"61 * * * *"']}, id="minute-out-of-range"
+        {"cron": "61 * * * *", "timezone": TORONTO},
+        {"cron": ['"61 * * * *"']},
+        id="minute-out-of-range",
     ),
-    pytest.param({"cron": "* * *", "timezone": TORONTO}, {"cron": ['"* * *"', "five"]}, id="three-fields"),
+    pytest.param(
+        {"cron": "* * *", "timezone": TORONTO}, {"cron": ['"* * *"', "five"]}, id="three-fields"
+    ),
     pytest.param(
         {"cron": "0 0 30 2 *", "timezone": TORONTO},
         {"cron": ['"0 0 30 2 *"', "never"]},
@@ -67,7 +75,9 @@ INVALID = [
     ),
     pytest.param({"every": timedelta(0)}, {"every": ["positive", "0:00:00"]}, id="zero-interval"),
     pytest.param(
-        {"every": timedelta(seconds=-5)}, {"every": ["positive", "-0:00:05"]}, id="negative-interval"
+        {"every": timedelta(seconds=-5)},
+        {"every": ["positive", "-0:00:05"]},
+        id="negative-interval",
     ),
     pytest.param(
         {"job": "no.such.job", "every": timedelta(hours=1)},
@@ -85,7 +95,11 @@ INVALID = [
         id="args-text-too-long",
     ),
     pytest.param(
-        {"job": "content.remind", "args": {"text": "hi", "colour": "red"}, "every": timedelta(hours=1)},
+        {
+            "job": "content.remind",
+            "args": {"text": "hi", "colour": "red"},
+            "every": timedelta(hours=1),
+        },
         {"args": ["colour", "Unknown arg"]},
         id="args-unknown-extra",
     ),
@@ -122,8 +136,10 @@ def existing() -> Schedule:
 
 
 @pytest.mark.parametrize(("overrides", "expected"), INVALID)
-def test_schedule_create_unschedulable_row(overrides: dict[str, Any], expected: dict[str, list[str]]) -> None:
-    """Schedule.objects.create refuses an unschedulable row, naming field and value, and writes nothing."""
+def test_schedule_create_unschedulable_row(
+    overrides: dict[str, Any], expected: dict[str, list[str]]
+) -> None:
+    """objects.create refuses an unschedulable row, naming field and value; nothing is written."""
     before = Schedule.objects.count()
     with pytest.raises(ValidationError) as caught:
         Schedule.objects.create(name="refused", **fields(**overrides))
@@ -136,7 +152,7 @@ def test_schedule_create_unschedulable_row(overrides: dict[str, Any], expected: 
 def test_schedule_save_update_to_unschedulable_row(
     existing: Schedule, overrides: dict[str, Any], expected: dict[str, list[str]]
 ) -> None:
-    """Saving a stored row with an unschedulable plan is refused and the stored row keeps its old values."""
+    """Saving a stored row edited into an unschedulable plan is refused; it keeps its old values."""
     before = Schedule.objects.count()
     for name, value in fields(**overrides).items():
         setattr(existing, name, value)
@@ -145,7 +161,12 @@ def test_schedule_save_update_to_unschedulable_row(
     assert_refusal(caught.value, expected)
     assert Schedule.objects.count() == before
     existing.refresh_from_db()
-    assert (existing.job, existing.args, existing.cron, existing.timezone) == ("tests.noop", {}, "", "")
+    assert (existing.job, existing.args, existing.cron, existing.timezone) == (
+        "tests.noop",
+        {},
+        "",
+        "",
+    )
     assert (existing.every, existing.at) == (timedelta(minutes=10), None)
 
 
@@ -189,7 +210,7 @@ def test_schedule_full_clean_unschedulable_row(
 def test_schedule_full_clean_update_to_unschedulable_row(
     existing: Schedule, overrides: dict[str, Any], expected: dict[str, list[str]]
 ) -> None:
-    """full_clean() on a stored row edited into an unschedulable plan refuses it and writes nothing."""
+    """full_clean() refuses a stored row edited into an unschedulable plan; nothing is written."""
     for name, value in fields(**overrides).items():
         setattr(existing, name, value)
     with pytest.raises(ValidationError) as caught:
@@ -329,3 +350,41 @@ def test_schedule_save_valid_update() -> None:
     row.save()
     row.refresh_from_db()
     assert (row.cron, row.timezone, row.every) == ("*/15 * * * *", "Europe/Berlin", None)
+
+
+# --- values given as strings, as the ORM accepts them -----------------------------------
+
+
+def test_schedule_save_plan_given_as_strings() -> None:
+    """An interval and a moment given as ISO strings save as the timedelta and instant they name."""
+    every = Schedule.objects.create(name="every", job="tests.noop", every="0:15:00")
+    at = Schedule.objects.create(name="at", job="tests.noop", at="2026-03-08T13:30:00+00:00")
+    every.refresh_from_db()
+    at.refresh_from_db()
+    assert every.every == timedelta(minutes=15)
+    assert at.at == datetime(2026, 3, 8, 13, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        pytest.param(
+            {"at": "2026-03-08T13:30"},
+            {"at": ["timezone-aware", "2026-03-08T13:30"]},
+            id="naive-at",
+        ),
+        pytest.param({"at": "tomorrow"}, {"at": ["tomorrow"]}, id="unreadable-at"),
+        pytest.param(
+            {"every": "-0:00:05"}, {"every": ["positive", "-0:00:05"]}, id="negative-every"
+        ),
+        pytest.param({"every": "often"}, {"every": ["often"]}, id="unreadable-every"),
+    ],
+)
+def test_schedule_create_unschedulable_strings(
+    overrides: dict[str, Any], expected: dict[str, list[str]]
+) -> None:
+    """A plan given as an unreadable or unschedulable string is refused with a ValidationError."""
+    with pytest.raises(ValidationError) as caught:
+        Schedule.objects.create(name="refused", **fields(**overrides))
+    assert_refusal(caught.value, expected)
+    assert Schedule.objects.count() == 0

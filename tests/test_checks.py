@@ -1,0 +1,273 @@
+"""Tests for the system checks of the ``WEFT_*`` settings (django_weft/checks.py).
+
+Each check id is triggered through ``override_settings`` and read back from
+``run_checks()``, as ``manage.py check`` would report it; the message must name the
+setting and the bad value.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+from django.conf import settings
+from django.core.checks import Error, Warning, run_checks
+from django.db import connection
+from django.test import override_settings
+
+from django_weft import checks
+from django_weft.clocks import SystemClock
+from django_weft.conf import WeftSettings
+
+
+def weft_messages() -> list[Any]:
+    """The messages of every registered check that come from django_weft."""
+    return [m for m in run_checks() if (m.id or "").startswith("django_weft.")]
+
+
+def only(check_id: str) -> list[Any]:
+    """The weft messages with ``check_id``, after checking no other weft id was reported."""
+    messages = weft_messages()
+    assert {message.id for message in messages} == {check_id}, messages
+    return messages
+
+
+@pytest.mark.django_db
+def test_checks_default_settings() -> None:
+    """The test settings (SQLite in IMMEDIATE mode, or PostgreSQL) report no weft message."""
+    assert weft_messages() == []
+
+
+@pytest.mark.django_db
+@override_settings()
+def test_checks_unset_settings() -> None:
+    """With no WEFT_* setting at all, the defaults pass every check."""
+    for name in WeftSettings.defaults:
+        if hasattr(settings, name):
+            delattr(settings, name)
+    assert weft_messages() == []
+
+
+# --- E001 WEFT_CLOCK -------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("no.such.Clock", "cannot be imported"),
+        ("nodots", "cannot be imported"),
+        ("django_weft.models.Schedule", "not a subclass of django_weft.clocks.Clock"),
+        ("django_weft.clocks.load_clock", "not a subclass of django_weft.clocks.Clock"),
+    ],
+)
+def test_checks_clock_invalid(value: str, says: str) -> None:
+    """E001: a WEFT_CLOCK that cannot be imported or is not a Clock is an error naming it."""
+    with override_settings(WEFT_CLOCK=value):
+        (message,) = only("django_weft.E001")
+    assert isinstance(message, Error)
+    assert "WEFT_CLOCK" in message.msg
+    assert repr(value) in message.msg
+    assert says in message.msg
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", [None, SystemClock, 5], ids=["none", "class", "int"])
+def test_checks_clock_not_a_string(value: object) -> None:
+    """E001: a WEFT_CLOCK that is not an import string is an error naming it, not a crash."""
+    with override_settings(WEFT_CLOCK=value):
+        (message,) = only("django_weft.E001")
+    assert "WEFT_CLOCK" in message.msg
+    assert repr(value) in message.msg
+    assert "import string" in message.msg
+
+
+@pytest.mark.django_db
+@override_settings(WEFT_CLOCK="django_weft.testing.DrivenClock")
+def test_checks_clock_driven() -> None:
+    """E001 is not raised for the driven clock, a Clock subclass."""
+    assert weft_messages() == []
+
+
+# --- E002 WEFT_EXECUTOR ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("no.such.Executor", "cannot be imported"),
+        ("django_weft.clocks.SystemClock", "not a subclass of django_weft.executors.Executor"),
+    ],
+)
+def test_checks_executor_invalid(value: str, says: str) -> None:
+    """E002: a WEFT_EXECUTOR that cannot be imported or is not an Executor is an error naming it."""
+    with override_settings(WEFT_EXECUTOR=value):
+        (message,) = only("django_weft.E002")
+    assert isinstance(message, Error)
+    assert "WEFT_EXECUTOR" in message.msg
+    assert repr(value) in message.msg
+    assert says in message.msg
+
+
+@pytest.mark.django_db
+@override_settings(WEFT_EXECUTOR=None)
+def test_checks_executor_not_a_string() -> None:
+    """E002: a WEFT_EXECUTOR that is not an import string is an error naming it, not a crash."""
+    (message,) = only("django_weft.E002")
+    assert "WEFT_EXECUTOR" in message.msg
+    assert "None" in message.msg
+
+
+# --- E003 WEFT_CONCURRENCY -------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", [0, -2, "4", 2.5, True, None])
+def test_checks_concurrency_invalid(value: object) -> None:
+    """E003: a WEFT_CONCURRENCY that is not a positive integer is an error naming it."""
+    with override_settings(WEFT_CONCURRENCY=value):
+        (message,) = only("django_weft.E003")
+    assert "WEFT_CONCURRENCY" in message.msg
+    assert repr(value) in message.msg
+
+
+@pytest.mark.django_db
+@override_settings(WEFT_CONCURRENCY=1)
+def test_checks_concurrency_one() -> None:
+    """E003 is not raised for a concurrency of 1."""
+    assert weft_messages() == []
+
+
+# --- E004 WEFT_GRACE / WEFT_CATCH_UP_WINDOW ----------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["WEFT_GRACE", "WEFT_CATCH_UP_WINDOW"])
+@pytest.mark.parametrize("value", [timedelta(seconds=-1), 300, "5m", None])
+def test_checks_timedelta_invalid(name: str, value: object) -> None:
+    """E004: a grace or catch-up window that is not a timedelta >= 0 is an error naming it."""
+    with override_settings(**{name: value}):
+        (message,) = only("django_weft.E004")
+    assert name in message.msg
+    assert repr(value) in message.msg
+
+
+@pytest.mark.django_db
+@override_settings(WEFT_GRACE=timedelta(0), WEFT_CATCH_UP_WINDOW=timedelta(0))
+def test_checks_timedelta_zero() -> None:
+    """E004 is not raised for a zero grace or window (no lateness allowed)."""
+    assert weft_messages() == []
+
+
+# --- E005 seconds settings ---------------------------------------------------------------------
+
+SECONDS = [
+    "WEFT_POLL_INTERVAL",
+    "WEFT_SHUTDOWN_GRACE",
+    "WEFT_HEARTBEAT_INTERVAL",
+    "WEFT_LOST_AFTER",
+    "WEFT_ABORT_POLL_INTERVAL",
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", SECONDS)
+@pytest.mark.parametrize("value", [0, -1.5, "5", False, timedelta(seconds=5)])
+def test_checks_seconds_invalid(name: str, value: object) -> None:
+    """E005: a seconds setting that is not a positive number is an error naming it."""
+    with override_settings(**{name: value}):
+        (message,) = only("django_weft.E005")
+    assert name in message.msg
+    assert repr(value) in message.msg
+
+
+# --- E006 WEFT_LOST_AFTER vs WEFT_HEARTBEAT_INTERVAL -------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("lost_after", "heartbeat"), [(10, 5), (9.5, 5), (3, 5)])
+def test_checks_lost_after_too_short(lost_after: float, heartbeat: float) -> None:
+    """E006: WEFT_LOST_AFTER <= 2 x WEFT_HEARTBEAT_INTERVAL is an error naming both values."""
+    with override_settings(WEFT_LOST_AFTER=lost_after, WEFT_HEARTBEAT_INTERVAL=heartbeat):
+        (message,) = only("django_weft.E006")
+    assert "WEFT_LOST_AFTER" in message.msg
+    assert "WEFT_HEARTBEAT_INTERVAL" in message.msg
+    assert f"{float(lost_after)}s" in message.msg
+    assert f"{float(heartbeat)}s" in message.msg
+
+
+@pytest.mark.django_db
+@override_settings(WEFT_LOST_AFTER=10.5, WEFT_HEARTBEAT_INTERVAL=5)
+def test_checks_lost_after_just_enough() -> None:
+    """E006 is not raised once WEFT_LOST_AFTER is more than twice the heartbeat interval."""
+    assert weft_messages() == []
+
+
+# --- W001 SQLite without IMMEDIATE transactions ----------------------------------------------
+
+
+def sqlite_check(
+    monkeypatch: pytest.MonkeyPatch, databases: dict[str, Any], vendors: dict[str, str]
+) -> list[Any]:
+    """check_sqlite_transactions() over made-up DATABASES whose connections have ``vendors``."""
+    monkeypatch.setattr(checks, "settings", SimpleNamespace(DATABASES=databases))
+    monkeypatch.setattr(
+        checks,
+        "connections",
+        {alias: SimpleNamespace(vendor=vendor) for alias, vendor in vendors.items()},
+    )
+    return checks.check_sqlite_transactions()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"transaction_mode": "DEFERRED"}, {"transaction_mode": "EXCLUSIVE"}, {"timeout": 30}],
+    ids=["no-options", "deferred", "exclusive", "timeout-only"],
+)
+def test_checks_sqlite_without_immediate(
+    monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]
+) -> None:
+    """W001: a SQLite database not in IMMEDIATE transaction mode is warned about, by alias."""
+    databases = {"legacy": {"ENGINE": "django.db.backends.sqlite3", "OPTIONS": options}}
+    (message,) = sqlite_check(monkeypatch, databases, {"legacy": "sqlite"})
+    assert isinstance(message, Warning)
+    assert message.id == "django_weft.W001"
+    assert '"legacy"' in message.msg
+    assert "transaction_mode" in message.msg
+    assert "IMMEDIATE" in message.msg
+    assert "IMMEDIATE" in (message.hint or "")
+
+
+@pytest.mark.parametrize("mode", ["IMMEDIATE", "immediate"])
+def test_checks_sqlite_immediate(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """W001 is not raised for a SQLite database in IMMEDIATE mode, however it is spelled."""
+    databases = {"default": {"OPTIONS": {"transaction_mode": mode}}}
+    assert sqlite_check(monkeypatch, databases, {"default": "sqlite"}) == []
+
+
+def test_checks_sqlite_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """W001 is about SQLite only: another database without the option is not warned about."""
+    databases: dict[str, Any] = {"default": {"OPTIONS": {}}, "cache": {}}
+    messages = sqlite_check(monkeypatch, databases, {"default": "postgresql", "cache": "sqlite"})
+    assert [message.msg for message in messages] == [
+        'Database "cache" is SQLite without "transaction_mode": "IMMEDIATE".'
+    ]
+
+
+@pytest.mark.django_db
+def test_checks_sqlite_registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """W001 is reported by run_checks() for the real default database once IMMEDIATE is dropped."""
+    if connection.vendor != "sqlite":
+        options: dict[str, Any] = {}
+        monkeypatch.setattr(checks, "connections", {"default": SimpleNamespace(vendor="sqlite")})
+    else:
+        options = {**cast(dict[str, Any], settings.DATABASES["default"]["OPTIONS"])}
+        options.pop("transaction_mode")
+    monkeypatch.setattr(
+        checks, "settings", SimpleNamespace(DATABASES={"default": {"OPTIONS": options}})
+    )
+    (message,) = only("django_weft.W001")
+    assert '"default"' in message.msg

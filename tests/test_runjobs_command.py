@@ -1,0 +1,202 @@
+"""Tests for ``manage.py runjobs`` (DESIGN §2): its flags, refused with a usage error when
+bad, and ``--once``, which fires what is due, runs it and returns.
+
+``call_command`` raises argparse's usage errors as ``CommandError`` (on a real command
+line they print the usage and exit 2), so the errors are asserted as ``CommandError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from django_weft.models import LastStatus, Run, RunStatus, Schedule, WorkerProcess
+
+
+@pytest.fixture(autouse=True)
+def weft_log_level() -> Iterator[None]:
+    """runjobs sets the django_weft log level for its process; put it back after each test."""
+    logger = logging.getLogger("django_weft")
+    level = logger.level
+    yield
+    logger.setLevel(level)
+
+
+def runjobs(*argv: str, **options: object) -> str:
+    """Run ``manage.py runjobs`` in this process and return what it printed."""
+    out = StringIO()
+    call_command("runjobs", *argv, stdout=out, stderr=StringIO(), **options)
+    return out.getvalue()
+
+
+# --- bad flags -----------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        pytest.param(["--plan", "7x"], ["--plan", '"7x"', "duration"], id="plan-unknown-unit"),
+        pytest.param(["--plan", "0h"], ["--plan", '"0h"', "positive"], id="plan-zero"),
+        pytest.param(["--plan", "7"], ["--plan", '"7"'], id="plan-no-unit"),
+        pytest.param(["--plan=-1d"], ["--plan", '"-1d"'], id="plan-negative"),
+        # argparse reads "-1d" after a space as a flag, not as the value of --plan.
+        pytest.param(
+            ["--plan", "-1d"], ["--plan", "expected one argument"], id="plan-negative-spaced"
+        ),
+        pytest.param(
+            ["--since", "nonsense", "--plan", "1d"],
+            ["--since", '"nonsense"', "ISO-8601"],
+            id="since-nonsense",
+        ),
+        pytest.param(["--since", "2026-01-01"], ["--since", "--plan"], id="since-without-plan"),
+        pytest.param(
+            ["--concurrency", "0"], ["--concurrency", "at least 1", "0"], id="concurrency-zero"
+        ),
+        pytest.param(["--concurrency", "-3"], ["--concurrency", "-3"], id="concurrency-negative"),
+        pytest.param(
+            ["--concurrency", "abc"],
+            ["--concurrency", '"abc"', "whole number"],
+            id="concurrency-abc",
+        ),
+        pytest.param(
+            ["--clock", "no.such.Clock"],
+            ["--clock", '"no.such.Clock"', "import"],
+            id="clock-missing",
+        ),
+        pytest.param(["--clock", "nodots"], ["--clock", '"nodots"'], id="clock-not-a-path"),
+        pytest.param(
+            ["--clock", "django_weft.models.Schedule"],
+            ["--clock", '"django_weft.models.Schedule"', "Clock"],
+            id="clock-not-a-clock",
+        ),
+        pytest.param(
+            ["--shutdown-grace", "-1"], ["--shutdown-grace", "negative", "-1"], id="grace-negative"
+        ),
+        pytest.param(
+            ["--shutdown-grace", "soon"], ["--shutdown-grace", '"soon"'], id="grace-not-a-number"
+        ),
+        pytest.param(["--job", "no.such.job"], ["no.such.job", "unknown job"], id="job-unknown"),
+        pytest.param(
+            ["--job", "tests.noop", "--job", "also.missing"], ["also.missing"], id="job-one-unknown"
+        ),
+        pytest.param(["--plan"], ["--plan", "expected one argument"], id="plan-without-value"),
+        pytest.param(["--bogus"], ["--bogus"], id="unknown-flag"),
+    ],
+)
+def test_runjobs_bad_flag(argv: list[str], named: list[str]) -> None:
+    """A bad flag is refused with a CommandError naming the flag and value; nothing runs."""
+    with pytest.raises(CommandError) as caught:
+        runjobs(*argv)
+    for text in named:
+        assert text in str(caught.value)
+    assert WorkerProcess.objects.count() == 0
+    assert Run.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        pytest.param({"plan": "7x"}, ["--plan", '"7x"'], id="plan"),
+        pytest.param({"plan": "1d", "since": "nonsense"}, ["--since", '"nonsense"'], id="since"),
+        pytest.param({"concurrency": 0}, ["--concurrency", "0"], id="concurrency"),
+        pytest.param({"clock": "django_weft.models.Schedule"}, ["--clock", "Schedule"], id="clock"),
+        pytest.param({"shutdown_grace": -1}, ["--shutdown-grace", "-1"], id="shutdown-grace"),
+    ],
+)
+def test_runjobs_bad_keyword(options: dict[str, object], named: list[str]) -> None:
+    """call_command() keywords skip argparse, yet a bad value is refused the same way."""
+    with pytest.raises(CommandError) as caught:
+        runjobs(**options)
+    for text in named:
+        assert text in str(caught.value)
+    assert WorkerProcess.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_runjobs_plan_keywords() -> None:
+    """call_command("runjobs", plan="1d", since="...") reads the keywords as the flags would."""
+    Schedule.objects.create(name="every", job="tests.noop", every=timedelta(hours=6))
+    by_keyword = runjobs(plan="1d", since="2026-03-07T00:00Z")
+    assert by_keyword == runjobs("--plan", "1d", "--since", "2026-03-07T00:00Z")
+    assert by_keyword.splitlines()[0] == "# fires from 2026-03-07 00:00 UTC for 1 day, 0:00:00: 4"
+
+
+# --- --once --------------------------------------------------------------------------------
+
+
+def past_one_off(name: str = "catch-up") -> Schedule:
+    """A tests.noop one-off due an hour ago, whatever the real time is."""
+    return Schedule.objects.create(
+        name=name, job="tests.noop", at=datetime.now(UTC) - timedelta(hours=1)
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runjobs_once_driven_clock() -> None:
+    """--once with the driven clock fires an overdue one-off once, runs it to done and returns."""
+    row = past_one_off()
+    runjobs("--once", "--clock", "django_weft.testing.DrivenClock")
+    run = Run.objects.get()
+    assert run.status == RunStatus.DONE
+    assert run.schedule_id == row.pk
+    assert run.job == "tests.noop"
+    assert run.due == row.at
+    row.refresh_from_db()
+    assert row.last_status == LastStatus.OK
+    assert row.last_run_id == run.pk
+    assert row.next_due is None
+    worker = WorkerProcess.objects.get()
+    assert worker.stopped_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runjobs_once_again_fires_nothing() -> None:
+    """A second --once does not fire the one-off again: it already ran."""
+    past_one_off()
+    runjobs("--once", "--clock", "django_weft.testing.DrivenClock")
+    runjobs("--once", "--clock", "django_weft.testing.DrivenClock")
+    assert Run.objects.count() == 1
+    assert WorkerProcess.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runjobs_once_system_clock() -> None:
+    """--once on the default system clock fires the overdue one-off once and returns."""
+    past_one_off()
+    runjobs("--once")
+    assert list(Run.objects.values_list("status", flat=True)) == [RunStatus.DONE]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runjobs_once_no_schedules() -> None:
+    """--once --no-schedules fires no schedule, even a due one."""
+    row = past_one_off()
+    runjobs("--once", "--no-schedules")
+    assert Run.objects.count() == 0
+    row.refresh_from_db()
+    assert row.last_run_id is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runjobs_once_job_filter() -> None:
+    """--once --job only executes runs of that job; runs of others stay queued."""
+    past_one_off()
+    runjobs("--once", "--job", "tests.broken")
+    assert list(Run.objects.values_list("job", "status")) == [("tests.noop", RunStatus.QUEUED)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runjobs_once_restores_signal_handlers() -> None:
+    """--once from call_command leaves SIGTERM and SIGINT as they were before it."""
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    past_one_off()
+    runjobs("--once")
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
