@@ -27,6 +27,10 @@ class WeftSettings:
         "WEFT_HEARTBEAT_INTERVAL": 5.0,
         "WEFT_LOST_AFTER": 30.0,
         "WEFT_ABORT_POLL_INTERVAL": 0.2,
+        "WEFT_LIVE_RECENT_RUNS": 20,
+        "WEFT_LIVE_MAX_FRAME": 64 * 1024,
+        "WEFT_LIVE_ALLOW_ANONYMOUS": False,
+        "WEFT_DOCUMENT_ACCESS": "django_weft.live.document_access",
     }
 
     def _get(self, name: str) -> Any:
@@ -83,6 +87,26 @@ class WeftSettings:
     def ABORT_POLL_INTERVAL(self) -> float:
         """Seconds between two looks for abort requests where no NOTIFY wakes the worker."""
         return float(self._get("WEFT_ABORT_POLL_INTERVAL"))
+
+    @property
+    def LIVE_RECENT_RUNS(self) -> int:
+        """How many finished runs a live socket's snapshot includes besides unfinished ones."""
+        return int(self._get("WEFT_LIVE_RECENT_RUNS"))
+
+    @property
+    def LIVE_MAX_FRAME(self) -> int:
+        """Largest frame in characters a live socket accepts from a client."""
+        return int(self._get("WEFT_LIVE_MAX_FRAME"))
+
+    @property
+    def LIVE_ALLOW_ANONYMOUS(self) -> bool:
+        """Whether signed-out visitors may watch runs (as guests)."""
+        return bool(self._get("WEFT_LIVE_ALLOW_ANONYMOUS"))
+
+    @property
+    def DOCUMENT_ACCESS(self) -> str:
+        """Import string of ``(user, key) -> bool``: may this user watch that document?"""
+        return str(self._get("WEFT_DOCUMENT_ACCESS"))
 
 
 weft_settings = WeftSettings()

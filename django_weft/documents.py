@@ -14,6 +14,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from django_weft import live
 from django_weft.models import Document
 
 Change = Callable[[dict[str, Any]], dict[str, Any] | None]
@@ -48,6 +49,7 @@ def change_document(document: Document, change: Change, *, attempts: int = 20) -
         )
         if won:
             document.data, document.revision = data, document.revision + 1
+            live.document_changed(document)
             return document
         document.refresh_from_db(fields=["data", "revision"])
     raise DocumentConflict(f"document {document.key} changed {attempts} times under this change")

@@ -77,7 +77,7 @@ class Job:
         unknown = sorted(set(data) - set(serializer.fields))
         errors: dict[str, list[str]] = {}
         if not serializer.is_valid():
-            errors.update(_flatten_errors(serializer.errors))
+            errors.update(flatten_errors(serializer.errors))
         for name in unknown:
             errors[name] = [f'Unknown arg; "{self.name}" accepts: {_names(serializer.fields)}.']
         if errors:
@@ -88,7 +88,7 @@ class Job:
         """Turn stored args back into the values the function receives."""
         serializer = self.args(data=dict(stored))
         if not serializer.is_valid():
-            raise InvalidArgs(self.name, _flatten_errors(serializer.errors))
+            raise InvalidArgs(self.name, flatten_errors(serializer.errors))
         return dict(serializer.validated_data)
 
     def public_args(self, stored: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,7 +128,7 @@ def _names(fields: Mapping[str, Any]) -> str:
     return ", ".join(sorted(fields)) or "no args"
 
 
-def _flatten_errors(errors: Any, path: str = "") -> dict[str, list[str]]:
+def flatten_errors(errors: Any, path: str = "") -> dict[str, list[str]]:
     """DRF's nested error structure as ``{"field.sub": [messages]}``."""
     nested: Iterable[tuple[Any, Any]]
     if isinstance(errors, Mapping):
@@ -141,7 +141,7 @@ def _flatten_errors(errors: Any, path: str = "") -> dict[str, list[str]]:
     flat: dict[str, list[str]] = {}
     for key, value in nested:
         name = path if key == "non_field_errors" else f"{path}.{key}" if path else str(key)
-        flat.update(_flatten_errors(value, name))
+        flat.update(flatten_errors(value, name))
     return flat
 
 

@@ -18,6 +18,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from django_weft import live
 from django_weft.exceptions import ConcurrencyLimitReached, IdempotencyKeyReused
 from django_weft.jobs import Job, registry
 from django_weft.models import Document, LastStatus, Run, RunStatus, Schedule, WorkerProcess
@@ -106,6 +107,7 @@ def start_in_transaction(
         if key is None or (existing := _run_for_key(job, key, stored)) is None:
             raise
         return existing
+    live.run_changed(run.pk)
     logger.info("started %s run %s", job.name, run.pk)
     return run
 
@@ -147,11 +149,14 @@ def claim(
         Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED).update(
             status=RunStatus.RUNNING, worker=worker, started_at=now, attempt=F("attempt") + 1
         )
-        return list(
+        claimed = list(
             Run.objects.filter(pk__in=ids, status=RunStatus.RUNNING, worker=worker)
             .select_related("state")
             .order_by("created_at")
         )
+        for run in claimed:
+            live.run_changed(run.pk)
+        return claimed
 
 
 def finish(
@@ -209,6 +214,7 @@ def finish(
         run.save(update_fields=["status", "result", "error_type", "error_message"])
         if run.schedule_id is not None:
             _record_on_schedule(run, now)
+        live.run_changed(run.pk)
         transaction.on_commit(lambda: _announce(run))
     logger.info("finished %s run %s: %s", run.job, run.pk, run.status)
     return run

@@ -81,6 +81,22 @@ else:
     raise RuntimeError(f"WEFT_TEST_DATABASE must be sqlite or postgres, not {DATABASE_VENDOR!r}")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+ASGI_APPLICATION = "tests.asgi.application"
+
+#: ``WEFT_TEST_CHANNEL_LAYER=redis`` runs the suite on channels-redis at 127.0.0.1:6379.
+CHANNEL_LAYER = os.environ.get("WEFT_TEST_CHANNEL_LAYER", "memory")
+REDIS_URL = os.environ.get("WEFT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+if CHANNEL_LAYER == "redis":
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": f"weft-test-{os.getpid()}"},
+        }
+    }
+elif CHANNEL_LAYER == "memory":
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+else:
+    raise RuntimeError(f"WEFT_TEST_CHANNEL_LAYER must be memory or redis, not {CHANNEL_LAYER!r}")
 
 # Tests that kill a worker start the others with a fast heartbeat through these.
 WEFT_HEARTBEAT_INTERVAL = float(os.environ.get("WEFT_TEST_HEARTBEAT_INTERVAL", "5"))

@@ -167,5 +167,8 @@ class Run(models.Model):
             .update(abort_requested_at=now)
         )
         if updated:
+            from django_weft import live
+
             self.abort_requested_at = now
+            live.run_changed(self.pk)
         return bool(updated)

@@ -1,0 +1,17 @@
+"""The test project's ASGI application: Django over HTTP, weft's socket over websockets."""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+django_application = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the apps loaded)
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+
+from django_weft.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {"http": django_application, "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns))}
+)
