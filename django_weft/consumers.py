@@ -99,11 +99,15 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         request_id = None
         try:
             frame = self._parse(text_data, bytes_data)
-            request_id = frame.get("request_id") if isinstance(frame.get("request_id"), str) else None
+            request_id = (
+                frame.get("request_id") if isinstance(frame.get("request_id"), str) else None
+            )
             kind = frame.get("type")
             if not isinstance(kind, str) or kind not in self.frames:
                 known = ", ".join(sorted(self.frames))
-                raise FrameError("unknown_type", f"unknown frame type {kind!r}; expected one of: {known}")
+                raise FrameError(
+                    "unknown_type", f"unknown frame type {kind!r}; expected one of: {known}"
+                )
             fields = self.frames[kind](data={k: v for k, v in frame.items() if k != "type"})
             if not fields.is_valid():
                 raise FrameError(
@@ -112,7 +116,12 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await getattr(self, f"handle_{kind}")(fields.validated_data)
         except FrameError as error:
             await self.send_json(
-                {"type": "error", "code": error.code, "message": str(error), "request_id": request_id}
+                {
+                    "type": "error",
+                    "code": error.code,
+                    "message": str(error),
+                    "request_id": request_id,
+                }
                 | error.details
             )
 
@@ -131,7 +140,9 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         except json.JSONDecodeError as error:
             raise FrameError("malformed", f"malformed JSON: {error}") from None
         if not isinstance(frame, dict):
-            raise FrameError("malformed", f"a frame must be a JSON object, not {type(frame).__name__}")
+            raise FrameError(
+                "malformed", f"a frame must be a JSON object, not {type(frame).__name__}"
+            )
         return frame
 
     async def handle_start(self, frame: dict[str, Any]) -> None:
@@ -143,7 +154,11 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def handle_abort(self, frame: dict[str, Any]) -> None:
         await database_sync_to_async(self._abort)(frame["run"])
         await self.send_json(
-            {"type": "abort_requested", "request_id": frame.get("request_id"), "run": str(frame["run"])}
+            {
+                "type": "abort_requested",
+                "request_id": frame.get("request_id"),
+                "run": str(frame["run"]),
+            }
         )
 
     async def handle_subscribe(self, frame: dict[str, Any]) -> None:
@@ -166,7 +181,12 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def weft_state(self, event: dict[str, Any]) -> None:
         await self.send_json(
-            {"type": "state", "run": event["run"], "revision": event["revision"], "state": event["state"]}
+            {
+                "type": "state",
+                "run": event["run"],
+                "revision": event["revision"],
+                "state": event["state"],
+            }
         )
 
     async def weft_document(self, event: dict[str, Any]) -> None:
@@ -195,11 +215,15 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     def _start(self, frame: dict[str, Any]) -> dict[str, Any]:
         try:
             job = registry.get(frame["job"])
-            run = start(job, frame["args"], key=f"{self.user.pk}:{frame['request_id']}", owner=self.user)
+            run = start(
+                job, frame["args"], key=f"{self.user.pk}:{frame['request_id']}", owner=self.user
+            )
         except UnknownJob as error:
             raise FrameError("invalid", str(error), fields={"job": [str(error)]}) from None
         except InvalidArgs as error:
-            raise FrameError("invalid", str(error), fields={f"args.{k}": v for k, v in error.errors.items()}) from None
+            raise FrameError(
+                "invalid", str(error), fields={f"args.{k}": v for k, v in error.errors.items()}
+            ) from None
         except ConcurrencyLimitReached as error:
             raise FrameError("concurrency_limit", str(error)) from None
         except IdempotencyKeyReused as error:

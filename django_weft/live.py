@@ -154,7 +154,12 @@ def _publish_document(document_id: int, key: str, revision: int, data: dict[str,
     if owner is None:
         return
     run_id, owner_id = owner
-    event = {"type": "weft.state", "run": str(run_id), "revision": revision, "state": payload["data"]}
+    event = {
+        "type": "weft.state",
+        "run": str(run_id),
+        "revision": revision,
+        "state": payload["data"],
+    }
     messages: list[Message] = [(OPERATORS, event)]
     if owner_id is not None:
         messages.append((owner_group(owner_id), event))

@@ -16,7 +16,6 @@ USE_TZ = True
 TIME_ZONE = "UTC"
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -24,6 +23,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
     "channels",
     "django_weft",
     "example_project.content",
@@ -47,7 +47,7 @@ ASGI_APPLICATION = "example_project.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -73,7 +73,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": BASE_DIR / "db.sqlite3",
+            "NAME": os.environ.get("WEFT_EXAMPLE_DB", str(BASE_DIR / "db.sqlite3")),
             # Writers queue for the lock instead of failing (see check django_weft.W001).
             "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
         }
@@ -90,8 +90,13 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
+
 STATIC_URL = "/static/"
-LOGIN_URL = "/admin/login/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/shell/"
 
 LOGGING = {
     "version": 1,
@@ -103,3 +108,4 @@ LOGGING = {
 
 # Short for the demo, so the worker's decisions show up in the log quickly.
 WEFT_POLL_INTERVAL = 1.0
+WEFT_DOCUMENT_ACCESS = "example_project.access.documents"

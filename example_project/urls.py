@@ -1,9 +1,13 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from example_project.content import views
+from example_project.shell import views as shell_views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("shell/", shell_views.shell, name="shell"),
+    path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
+    path("api/", include("django_weft.api.urls")),
 ]

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install django-weft and run the example content site: SQLite, no services needed.
 #
-# Migrates, loads the demo schedules and an admin user, starts `manage.py runjobs` in
-# the background and the web server in the foreground. Ctrl-C stops both.
+# Migrates, loads the demo schedules and users, then runs `manage.py runjobs --http`:
+# the worker, the pages and the live sockets in one process, on the in-memory channel
+# layer. Ctrl-C stops it.
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 ensure_venv example
 cd "$ROOT"
@@ -10,16 +11,14 @@ PY="$VENV/bin/python"
 PORT="${PORT:-8000}"
 "$PY" manage.py migrate --no-input
 "$PY" manage.py demo
-"$PY" manage.py runjobs &
-WORKER=$!
-trap 'kill -TERM $WORKER 2>/dev/null; wait $WORKER 2>/dev/null' EXIT INT TERM
 cat <<EOT
 
-  django-weft example is running.
-    Site:   http://127.0.0.1:$PORT/
-    Admin:  http://127.0.0.1:$PORT/admin/   (user admin, password admin)
-    Worker: manage.py runjobs (pid $WORKER), logging below
+  django-weft example: one process runs the worker, the pages and the live sockets.
+    Shell:   http://127.0.0.1:$PORT/shell/   (owner: admin/admin, guest: guest/guest)
+    Content: http://127.0.0.1:$PORT/
+    Admin:   http://127.0.0.1:$PORT/admin/
     Preview the next week of fires:  $PY manage.py runjobs --plan 7d
+  Ctrl-C stops it.
 
 EOT
-"$PY" manage.py runserver "127.0.0.1:$PORT"
+exec "$PY" manage.py runjobs --http "127.0.0.1:$PORT"

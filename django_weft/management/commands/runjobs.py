@@ -16,6 +16,7 @@ from django.utils.module_loading import import_string
 
 from django_weft.clocks import Clock, load_clock
 from django_weft.jobs import registry
+from django_weft.serve import AsgiServer, parse_address
 from django_weft.preview import enabled_schedules, parse_duration, preview
 from django_weft.worker import Worker
 
@@ -34,6 +35,13 @@ def moment(text: str) -> datetime:
             f'"{text}" is not an ISO-8601 moment, e.g. 2026-03-07T11:00Z'
         )
     return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def address(text: str) -> tuple[str, int]:
+    try:
+        return parse_address(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def positive_int(text: str) -> int:
@@ -73,6 +81,7 @@ _CONVERTERS = {
     "clock": clock_path,
     "plan": duration,
     "since": moment,
+    "http": address,
 }
 
 
@@ -130,6 +139,14 @@ class Command(BaseCommand):
             "(default: WEFT_SHUTDOWN_GRACE).",
         )
         parser.add_argument(
+            "--http",
+            type=address,
+            default=None,
+            metavar="HOST:PORT",
+            help="Also serve settings.ASGI_APPLICATION on HOST:PORT from this process "
+            "(one process for worker, pages and sockets; needs uvicorn).",
+        )
+        parser.add_argument(
             "--plan",
             type=duration,
             default=None,
@@ -164,10 +181,15 @@ class Command(BaseCommand):
             schedules=options["schedules"],
             shutdown_grace=options["shutdown_grace"],
         )
+        server = AsgiServer(*options["http"]) if options["http"] else None
         previous = self._install_signal_handlers(worker)
         try:
+            if server is not None:
+                server.start()
             worker.run(once=options["once"])
         finally:
+            if server is not None:
+                server.stop()
             # call_command("runjobs", "--once") must not leave SIGINT bound to a dead worker.
             for signum, handler in previous.items():
                 signal.signal(signum, handler)

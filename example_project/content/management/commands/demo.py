@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
@@ -13,13 +14,20 @@ from django_weft.models import Schedule
 
 
 class Command(BaseCommand):
-    help = "Create the demo schedules and the admin/admin superuser if they are missing."
+    help = "Create the demo schedules and users (admin, owner, guest) if they are missing."
 
     def handle(self, *args: Any, **options: Any) -> None:
         User = get_user_model()
         if not User.objects.filter(username="admin").exists():
             User.objects.create_superuser("admin", "admin@example.com", "admin")
             self.stdout.write("created superuser admin (password admin)")
+        if not User.objects.filter(username="owner").exists():
+            owner = User.objects.create_user("owner", password="owner")
+            owner.user_permissions.add(Permission.objects.get(codename="add_run"))
+            self.stdout.write("created user owner (password owner), who may start runs")
+        if not User.objects.filter(username="guest").exists():
+            User.objects.create_user("guest", password="guest")
+            self.stdout.write("created user guest (password guest), who may watch")
         now = timezone.now()
         rows: list[dict[str, Any]] = [
             {

@@ -1,0 +1,101 @@
+"""The example's live pages in a real browser: Debian's chromium, headless, via playwright."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.example_server import example_server
+
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with example_server(tmp_path_factory.mktemp("example") / "db.sqlite3") as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = shutil.which("chromium")
+    assert executable, "Debian's chromium is required: apt-get install -y chromium"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=CHROMIUM_FLAGS
+        )
+        yield launched
+        launched.close()
+
+
+def signed_in(browser: Browser, server: str, username: str) -> Page:
+    page = browser.new_context().new_page()
+    page.goto(f"{server}/accounts/login/?next=/shell/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", username)
+    page.click("button[type=submit]")
+    expect(page.locator("#variant")).not_to_have_text("connecting…")
+    return page
+
+
+def run_row(page: Page, command: str):  # type: ignore[no-untyped-def]
+    return page.locator("#runs tbody tr", has_text=command)
+
+
+def test_browser_owner_runs_a_command_and_watches_its_output(browser: Browser, server: str) -> None:
+    """The owner starts a command, sees its output grow, and sees it finish with an entry."""
+    page = signed_in(browser, server, "owner")
+    expect(page.locator("#variant")).to_have_text("owner")
+    page.fill("input[name=command]", "npm test")
+    page.fill("input[name=lines]", "40")
+    page.click("#run-form button[type=submit]")
+    row = run_row(page, "npm test")
+    expect(row.locator(".phase")).to_have_text("running")
+    expect(row.locator("pre.output")).to_contain_text("line 3")
+    assert "line 40" not in row.locator("pre.output").inner_text(), "output arrived while running"
+    expect(row.locator(".phase")).to_have_text("done", timeout=15_000)
+    expect(row.locator("pre.output")).to_contain_text("line 40")
+    expect(page.locator("#entries")).to_contain_text("npm test: exit 0, 40 lines")
+    expect(page.locator("#entries")).to_contain_text("notified: npm test")
+
+
+def test_browser_guest_sees_runs_without_output(browser: Browser, server: str) -> None:
+    """A guest sees the owner's run and its phase, never its output, and cannot start or abort."""
+    owner = signed_in(browser, server, "owner")
+    guest = signed_in(browser, server, "guest")
+    expect(guest.locator("#variant")).to_have_text("guest")
+    expect(guest.locator("#run-form")).to_be_hidden()
+    owner.fill("input[name=command]", "make docs")
+    owner.fill("input[name=lines]", "30")
+    owner.click("#run-form button[type=submit]")
+    row = run_row(guest, "make docs")
+    expect(row.locator(".phase")).to_have_text("running")
+    expect(row.locator(".phase")).to_have_text("done", timeout=15_000)
+    assert row.locator("pre.output").count() == 0, "a guest never sees output"
+    assert row.locator("button.abort").count() == 0
+    assert "line 1" not in guest.content()
+    expect(guest.locator("#entries")).to_contain_text("make docs: exit 0, 30 lines")
+
+
+def test_browser_owner_aborts_from_the_page(browser: Browser, server: str) -> None:
+    """The abort button stops a long run; its finish keeps the lines it had written."""
+    page = signed_in(browser, server, "owner")
+    page.fill("input[name=command]", "tail -f log")
+    page.fill("input[name=lines]", "5000")
+    page.click("#run-form button[type=submit]")
+    row = run_row(page, "tail -f log")
+    expect(row.locator("pre.output")).to_contain_text("line 3")
+    row.locator("button.abort").click()
+    expect(row.locator(".phase")).to_have_text("aborted", timeout=10_000)
+    expect(page.locator("#entries")).to_contain_text("tail -f log: interrupted (aborted)")
+    assert "line 5000" not in row.locator("pre.output").inner_text()
