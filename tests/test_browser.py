@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 

@@ -16,8 +16,8 @@ from django.utils.module_loading import import_string
 
 from django_weft.clocks import Clock, load_clock
 from django_weft.jobs import registry
-from django_weft.serve import AsgiServer, parse_address
 from django_weft.preview import enabled_schedules, parse_duration, preview
+from django_weft.serve import AsgiServer, parse_address
 from django_weft.worker import Worker
 
 
