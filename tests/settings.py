@@ -23,6 +23,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
     "django_weft",
     "example_project.content",
     "example_project.shell",
@@ -81,6 +82,9 @@ else:
     raise RuntimeError(f"WEFT_TEST_DATABASE must be sqlite or postgres, not {DATABASE_VENDOR!r}")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
+
 ASGI_APPLICATION = "tests.asgi.application"
 
 #: ``WEFT_TEST_CHANNEL_LAYER=redis`` runs the suite on channels-redis at 127.0.0.1:6379.
@@ -90,7 +94,11 @@ if CHANNEL_LAYER == "redis":
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": f"weft-test-{os.getpid()}"},
+            # Processes of one test share a prefix; separate suites never hear each other.
+            "CONFIG": {
+                "hosts": [REDIS_URL],
+                "prefix": os.environ.get("WEFT_TEST_REDIS_PREFIX", f"weft-test-{os.getpid()}"),
+            },
         }
     }
 elif CHANNEL_LAYER == "memory":
