@@ -68,14 +68,24 @@ def setup(
     return options
 
 
+def _close_connections() -> None:
+    """Close this process's connections, waiting for stopped LISTEN threads to let go."""
+    import threading
+
+    from django.db import connections
+
+    for thread in threading.enumerate():
+        if thread.name == "weft-listen":
+            thread.join(timeout=2.0)
+    connections.close_all()
+
+
 def _create_sqlite() -> None:
     directory = tempfile.mkdtemp(prefix="weft-bench-")
     os.environ["WEFT_BENCH_NAME"] = str(Path(directory, "bench.sqlite3"))
 
     def remove() -> None:
-        from django.db import connections
-
-        connections.close_all()
+        _close_connections()
         shutil.rmtree(directory, ignore_errors=True)
 
     atexit.register(remove)
@@ -100,9 +110,7 @@ def _create_postgres() -> None:
         admin.execute(f"CREATE DATABASE {PG_DATABASE}")
 
     def drop() -> None:
-        from django.db import connections
-
-        connections.close_all()
+        _close_connections()
         with _pg_admin_connection() as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {PG_DATABASE} WITH (FORCE)")
 

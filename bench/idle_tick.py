@@ -25,7 +25,7 @@ def main() -> None:
         __doc__.splitlines()[0],
         lambda parser: parser.add_argument("--ticks", type=int, default=200),
     )
-    from django.db import connection
+    from django.db import close_old_connections, connection
     from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
@@ -38,6 +38,12 @@ def main() -> None:
     scheduler = Scheduler()
     worker = Worker(executor="django_weft.executors.InlineExecutor", concurrency=4)
     worker.start()
+
+    def loop_step() -> bool:
+        # What Worker._loop does around each tick: with CONN_MAX_AGE 0 (Django's default)
+        # close_old_connections() closes the connection, so each step reconnects.
+        close_old_connections()
+        return worker.tick()
 
     def time_ticks(tick: object) -> list[float]:
         assert callable(tick)
@@ -79,6 +85,7 @@ def main() -> None:
         results[size] = {
             "Scheduler.tick": time_ticks(lambda: scheduler.tick(timezone.now())),
             "Worker.tick": time_ticks(worker.tick),
+            "loop step": time_ticks(loop_step),
         }
         for what, samples in results[size].items():
             print(
@@ -99,7 +106,7 @@ def main() -> None:
         f"{what} {count}" for what, count in queries.items()
     ))
     smallest, largest = SIZES[0], SIZES[-1]
-    for what in ("Scheduler.tick", "Worker.tick"):
+    for what in ("Scheduler.tick", "Worker.tick", "loop step"):
         ratio = _setup.median(results[largest][what]) / _setup.median(results[smallest][what])
         verdict = "meets" if ratio < 1.5 else "MISSES"
         print(

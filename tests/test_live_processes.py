@@ -1,4 +1,4 @@
-"""Across processes: uvicorn serves the socket, a separate runjobs runs the job, Redis carries it."""
+"""Across processes: uvicorn serves the socket, runjobs runs the job, Redis carries it."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_live_run_executed_by_another_process_reaches_the_socket() -> None:
-    """A run started over a real websocket, executed by runjobs elsewhere, streams back over Redis."""
+    """A run started over a real websocket and executed by runjobs streams back over Redis."""
     user = get_user_model().objects.create_user("owner")
     user.user_permissions.add(Permission.objects.get(codename="add_run"))
     client = Client()

@@ -24,11 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rest_framework.permissions import BasePermission
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
     from rest_framework.request import Request
     from rest_framework.views import APIView
-
-    User = AbstractBaseUser | AnonymousUser
 
 VIEW_RUN = "django_weft.view_run"
 ADD_RUN = "django_weft.add_run"
@@ -37,6 +34,22 @@ VIEW_SCHEDULE = "django_weft.view_schedule"
 ADD_SCHEDULE = "django_weft.add_schedule"
 CHANGE_SCHEDULE = "django_weft.change_schedule"
 DELETE_SCHEDULE = "django_weft.delete_schedule"
+
+
+class User(Protocol):
+    """A request's user, signed in or not, of whatever model the project configures.
+
+    Only what these rules use, so a swapped-in user model with Django's permission API
+    (``PermissionsMixin`` or its own ``has_perm``) qualifies.
+    """
+
+    @property
+    def pk(self) -> Any: ...
+
+    @property
+    def is_authenticated(self) -> bool: ...
+
+    def has_perm(self, perm: str, obj: Any = ...) -> bool: ...
 
 
 class Owned(Protocol):

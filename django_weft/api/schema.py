@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from drf_spectacular.utils import Direction
 
 
-class ViewerSerializerExtension(OpenApiSerializerExtension):
+# Subclassing registers the extension; drf-spectacular's __init_subclass__ is untyped.
+class ViewerSerializerExtension(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]
     target_class = "django_weft.api.serializers.ViewerSerializer"
     match_subclasses = True
 
