@@ -9,9 +9,9 @@ from zoneinfo import ZoneInfo
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from django_weft.clocks import load_clock
 from django_weft.cron import CronError, Fire
 from django_weft.exceptions import WeftError
 from django_weft.models import Document, Run, Schedule, WorkerProcess
@@ -95,7 +95,7 @@ class ScheduleAdmin(ScheduleAdminBase):
         """The coming fires in UTC and in the row's zone, DST-moved ones marked."""
         if schedule.pk is None:
             return "Save the schedule to see its next fires."
-        now = timezone.now()
+        now = load_clock().now()
         try:
             fires: list[Fire] = []
             plan = schedule.plan(now)

@@ -100,3 +100,50 @@ def test_browser_owner_aborts_from_the_page(browser: Browser, server: str) -> No
     expect(row.locator(".phase")).to_have_text("aborted", timeout=10_000)
     expect(page.locator("#entries")).to_contain_text("tail -f log: interrupted (aborted)")
     assert "line 5000" not in row.locator("pre.output").inner_text()
+
+
+def test_browser_admin_edits_cron_runs_now_and_aborts(browser: Browser, server: str) -> None:
+    """An operator edits a cron (refused, then accepted), sees the next fires, runs and aborts."""
+    page = browser.new_context().new_page()
+    page.goto(f"{server}/admin/login/?next=/admin/django_weft/schedule/")
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", "admin")
+    page.click("input[type=submit]")
+    page.click("text=nightly digest")
+    page.fill("input[name=cron]", "61 * * * *")
+    page.click("input[name=_continue]")
+    expect(page.locator(".errorlist")).to_contain_text('"61 * * * *"')
+    page.fill("input[name=cron]", "0 8 * * *")
+    page.click("input[name=_continue]")
+    expect(page.locator(".messagelist")).to_contain_text("was changed successfully")
+    fires = page.locator("ol.weft-next-fires li")
+    expect(fires).to_have_count(10)
+    assert all(" 08:00 E" in text for text in fires.all_inner_texts()), "08:00 Toronto, EST or EDT"
+
+    page.goto(f"{server}/admin/django_weft/schedule/")
+    page.locator("#result_list tbody tr", has_text="hourly cleanup").locator(
+        "input[type=checkbox]"
+    ).check()
+    page.select_option("select[name=action]", "run_now_action")
+    page.click("button[name=index]")
+    expect(page.locator(".messagelist")).to_contain_text("Hourly cleanup: started run")
+
+    owner = signed_in(browser, server, "owner")
+    owner.fill("input[name=command]", "sleep forever")
+    owner.fill("input[name=lines]", "5000")
+    owner.click("#run-form button[type=submit]")
+    expect(run_row(owner, "sleep forever").locator("pre.output")).to_contain_text("line 2")
+
+    page.goto(f"{server}/admin/django_weft/run/?status__exact=running")
+    page.locator("#result_list tbody tr", has_text="shell.run").locator("th a").click()
+    expect(page.locator("pre.weft-state")).to_contain_text("line 30", timeout=10_000)
+    page.go_back()
+    page.locator("#result_list tbody tr", has_text="shell.run").locator(
+        "input[type=checkbox]"
+    ).check()
+    page.select_option("select[name=action]", "abort_action")
+    page.click("button[name=index]")
+    expect(page.locator(".messagelist")).to_contain_text("Abort requested for 1 run(s).")
+    expect(run_row(owner, "sleep forever").locator(".phase")).to_have_text(
+        "aborted", timeout=10_000
+    )

@@ -220,8 +220,8 @@ class ViewerSerializer(serializers.BaseSerializer[_M]):
 
 
 class RunViewSerializer(ViewerSerializer[Run]):
-    """A run: :class:`RunOwnerSerializer` for its owner or an operator (view_run),
-    :class:`RunGuestSerializer` for anyone else signed in."""
+    """A run: the owner view (RunOwner) for its owner or a user with
+    django_weft.view_run, the guest view (RunGuest) for anyone else signed in."""
 
     owner_class = RunOwnerSerializer
     guest_class = RunGuestSerializer
@@ -231,8 +231,8 @@ class RunViewSerializer(ViewerSerializer[Run]):
 
 
 class ScheduleViewSerializer(ViewerSerializer[Schedule]):
-    """A schedule: :class:`ScheduleOwnerSerializer` for its owner or an operator
-    (view_schedule), :class:`ScheduleGuestSerializer` for anyone else signed in."""
+    """A schedule: the owner view (ScheduleOwner) for its owner or a user with
+    django_weft.view_schedule, the guest view (ScheduleGuest) for anyone else signed in."""
 
     owner_class = ScheduleOwnerSerializer
     guest_class = ScheduleGuestSerializer
