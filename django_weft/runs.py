@@ -236,11 +236,14 @@ def _record_on_schedule(run: Run, now: datetime) -> None:
         .filter(pk=schedule_id, buffered_due__isnull=False)
         .first()
     )
-    if schedule is None or schedule.job not in registry:
+    if schedule is None:
         return
     due = schedule.buffered_due
     assert due is not None
     Schedule.objects.filter(pk=schedule.pk).update(buffered_due=None)
+    if schedule.job not in registry:
+        logger.error("buffered fire of %s dropped: job %s is not deployed", schedule, schedule.job)
+        return
     start_for_schedule(schedule, registry.get(schedule.job), schedule.args, due=due, now=now)
 
 

@@ -32,6 +32,8 @@ logger = logging.getLogger("django_weft.scheduler")
 #: How many missed slots are counted, and at most made up, for one row in one tick.
 MISSED_LIMIT = 10_000
 CATCH_UP_LIMIT = 1_000
+#: How soon a one-off that could not fire (unknown job, invalid args) is looked at again.
+PROBLEM_RETRY = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -48,8 +50,9 @@ def decide(row: Schedule, now: datetime, grace: timedelta, window: timedelta) ->
     due = row.next_due
     assert due is not None
     if row.at is not None:
-        # A one-off fires once with the due it had, however late.
-        return Decision([due], None, 0)
+        # A one-off fires once with the due it had, however late (and however often a
+        # problem postponed the look at it).
+        return Decision([row.at], None, 0)
     plan = row.plan(now)
     if now - due <= grace:
         following = plan.next_fire(due)
@@ -144,8 +147,13 @@ class Scheduler:
             args = job.validate_args(row.args)
         except (UnknownJob, InvalidArgs) as error:
             problem = str(error)
+        next_due = decision.next_due
+        if problem and row.at is not None:
+            # A one-off has no next slot to wait for: look again later, so that it
+            # fires (with its own due) once the code or the row is fixed.
+            next_due = now + PROBLEM_RETRY
         claimed = Schedule.objects.filter(pk=row.pk, armed=True, next_due=row.next_due).update(
-            next_due=decision.next_due,
+            next_due=next_due,
             missed=F("missed") + missed + (len(fire) if problem else 0),
             buffered_due=buffered,
             problem=problem,

@@ -873,3 +873,55 @@ def test_decide_one_off_fires_its_due_however_late() -> None:
     row = Schedule(name="once", job="tests.noop", at=START, armed=True, next_due=START)
     decision = decide(row, START + 7 * DAY, grace=5 * MINUTE, window=DAY)
     assert (decision.fire, decision.next_due, decision.missed) == ([START], None, 0)
+
+
+def test_unschedulable_one_off_fires_with_its_due_once_fixed(
+    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]], temporary_job: Job
+) -> None:
+    """A one-off whose job is gone at its time is reported once and fires when the job returns."""
+    due = clock.now() + HOUR
+    row = Schedule.objects.create(name="once", job=temporary_job.name, at=due)
+    clock.advance(timedelta(0))
+    registry.unregister(temporary_job.name)
+    clock.advance(2 * HOUR)
+    assert dues(row) == []
+    assert len(failures) == 1
+    registry.register(temporary_job)
+    clock.advance(5 * timedelta(minutes=1))
+    assert dues(row) == [due], "it fired once, with the due it had"
+    clock.advance(HOUR)
+    assert dues(row) == [due]
+
+
+def test_at_forget_last_run_fires_the_one_off_again(clock: DrivenClock, worker: Worker) -> None:
+    """Clearing a one-off's last-run record makes it fire again, with its own due."""
+    due = clock.now() - timedelta(minutes=20)
+    row = Schedule.objects.create(name="once", job="tests.noop", at=due)
+    clock.advance(HOUR)
+    first = Run.objects.get(schedule=row)
+    stored(row).forget_last_run()
+    row = stored(row)
+    assert (row.last_status, row.last_started, row.last_run_id) == ("", None, None)
+    clock.advance(HOUR)
+    again = Run.objects.get(schedule=row)
+    assert again.pk != first.pk
+    assert again.due == due
+    assert Run.objects.filter(pk=first.pk, schedule=None).exists(), "the first run stays in history"
+
+
+def test_stale_instance_save_keeps_what_the_scheduler_wrote(
+    clock: DrivenClock, worker: Worker
+) -> None:
+    """Saving an instance read before a fire does not roll back next_due or the last-run record."""
+    stale = Schedule.objects.create(name="hourly", job="tests.noop", every=HOUR)
+    clock.advance(HOUR)
+    fresh = stored(stale)
+    assert (fresh.last_status, fresh.next_due) == (LastStatus.OK, utc(2026, 3, 7, 13))
+    stale.args = {}
+    stale.save()
+    kept = stored(stale)
+    assert (kept.last_status, kept.last_run_id, kept.next_due) == (
+        LastStatus.OK,
+        fresh.last_run_id,
+        utc(2026, 3, 7, 13),
+    )

@@ -6,13 +6,32 @@ from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import models, transaction
 
 from django_weft.cron import CronError, CronPlan, zone_from_name
 from django_weft.exceptions import InvalidArgs, UnknownJob
 
 if TYPE_CHECKING:
     from django_weft.timing import Plan
+
+#: What the scheduler keeps on a row. A full ``save()`` of a loaded row never writes
+#: these, so an instance read before the worker fired the row cannot roll them back.
+SCHEDULER_FIELDS = frozenset(
+    {
+        "armed",
+        "next_due",
+        "buffered_due",
+        "missed",
+        "problem",
+        "last_due",
+        "last_started",
+        "last_ended",
+        "last_status",
+        "last_error_type",
+        "last_error_message",
+        "last_run",
+    }
+)
 
 #: The fields that decide when a row fires; changing one re-arms the row from now.
 PLAN_FIELDS = ("cron", "timezone", "every", "at", "on_gap", "on_fold")
@@ -196,12 +215,18 @@ class Schedule(models.Model):
         admin, the API and plain ORM code alike; a refused row writes nothing.
         """
         self.validate_plan()
-        if self._plan_edited():
+        rearm = self._plan_edited()
+        if not self._state.adding and kwargs.get("update_fields") is None and not args:
+            kwargs["update_fields"] = [
+                field.name
+                for field in self._meta.concrete_fields
+                if not field.primary_key and field.name not in SCHEDULER_FIELDS
+            ]
+        if rearm:
             self.armed = False
             self.next_due = None
-            update_fields = kwargs.get("update_fields")
-            if update_fields is not None:
-                kwargs["update_fields"] = {*update_fields, "armed", "next_due"}
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "armed", "next_due"}
         super().save(*args, **kwargs)
         self._loaded_plan = self._plan_values()
 
@@ -249,6 +274,29 @@ class Schedule(models.Model):
             row = type(self)._base_manager.using(self._state.db).filter(pk=self.pk)
             loaded = {**loaded, **(row.values(*unread).first() or {})}
         return any(name not in loaded or loaded[name] != value for name, value in current.items())
+
+    def forget_last_run(self) -> None:
+        """Clear the last-run record, so that a one-off fires again at its ``at``.
+
+        No slot of a schedule fires twice (a database constraint), so the run that
+        already fired this one-off's slot is detached from the row: it stays in the
+        run history, without its schedule.
+        """
+        with transaction.atomic():
+            if self.at is not None:
+                self.runs.filter(due=self.at).update(schedule=None)
+            Schedule.objects.filter(pk=self.pk).update(
+                armed=False,
+                next_due=None,
+                last_due=None,
+                last_started=None,
+                last_ended=None,
+                last_status="",
+                last_error_type="",
+                last_error_message="",
+                last_run=None,
+            )
+        self.refresh_from_db()
 
     # -- validation ---------------------------------------------------------------------
 
