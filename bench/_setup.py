@@ -24,7 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-PG_DATABASE = "weft_bench"
+#: ``WEFT_BENCH_PG_NAME`` names another database, so that two benchmarks can run at once.
+PG_DATABASE = os.environ.get("WEFT_BENCH_PG_NAME", "weft_bench")
 #: The database the throwaway PostgreSQL database is created from and dropped through.
 PG_ADMIN_DATABASE = "test"
 
@@ -65,6 +66,7 @@ def setup(
 
     call_command("migrate", verbosity=0)
     print_machine()
+    atexit.register(lambda: print(f"\nat the end: {_load()}"))
     return options
 
 
@@ -127,6 +129,15 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
+def _load() -> str:
+    """The load average: other work on the machine skews every figure."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return "load average unknown"
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
 def print_machine() -> None:
     import django
     from django.conf import settings
@@ -145,7 +156,8 @@ def print_machine() -> None:
             f"SQLite {sqlite3.sqlite_version} (file {settings.DATABASES['default']['NAME']}, "
             f"transaction_mode {options['transaction_mode']})"
         )
-    print(f"machine:  {_cpu_model()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}")
+    system = f"{platform.system()} {platform.release()}"
+    print(f"machine:  {_cpu_model()}, {os.cpu_count()} cores, {system}, {_load()}")
     print(f"python:   {platform.python_version()}, Django {django.get_version()}")
     print(f"database: {database}, CONN_MAX_AGE {settings.CONN_MAX_AGE}")
     print()

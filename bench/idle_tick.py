@@ -102,9 +102,10 @@ def main() -> None:
     worker.close()
 
     print()
-    print("queries per idle tick (outside a heartbeat): " + ", ".join(
-        f"{what} {count}" for what, count in queries.items()
-    ))
+    print(
+        "queries per idle tick (outside a heartbeat): "
+        + ", ".join(f"{what} {count}" for what, count in queries.items())
+    )
     smallest, largest = SIZES[0], SIZES[-1]
     for what in ("Scheduler.tick", "Worker.tick", "loop step"):
         ratio = _setup.median(results[largest][what]) / _setup.median(results[smallest][what])

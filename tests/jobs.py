@@ -100,3 +100,19 @@ class OnePerOwnerArgs(serializers.Serializer[Any]):
 )
 def one_per_owner(ctx: RunContext, label: str) -> None:
     """At most one unfinished run per owner."""
+
+
+class PrivateArgs(serializers.Serializer[Any]):
+    label = serializers.CharField()
+    secret = serializers.CharField()
+
+
+@job(
+    "tests.private",
+    args=PrivateArgs,
+    private_args=("secret",),
+    state=StateSpec("tests.private_state", initial=lambda: {"note": "for the owner"}),
+)
+def private(ctx: RunContext, label: str, secret: str) -> str:
+    """Has an arg and a state only the owner may see: what a guest view must leave out."""
+    return label

@@ -148,7 +148,9 @@ def test_admin_runs_are_read_only_and_abortable(admin_client: Client) -> None:
     run = shell.start({"command": "ls", "lines": 3})
     assert admin_client.get(reverse("admin:django_weft_run_add")).status_code == 403
     page = admin_client.get(reverse("admin:django_weft_run_change", args=[run.pk])).content.decode()
-    assert "ls" in page and "weft-state" in page and "/ws/weft/runs/" in page
+    assert "ls" in page
+    assert "weft-state" in page
+    assert "/ws/weft/runs/" in page
     assert 'name="job"' not in page, "fields are read-only"
     admin_client.post(
         reverse("admin:django_weft_run_changelist"),
