@@ -85,6 +85,40 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
                 id="django_weft.E006",
             )
         )
+    messages += _check_live_settings()
+    return messages
+
+
+def _check_live_settings() -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    for name, least in (("WEFT_LIVE_RECENT_RUNS", 0), ("WEFT_LIVE_MAX_FRAME", 1)):
+        value = weft_settings._get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            messages.append(
+                Error(
+                    f"{name} must be a whole number of at least {least}, not {value!r}.",
+                    id="django_weft.E007",
+                )
+            )
+    path = weft_settings._get("WEFT_DOCUMENT_ACCESS")
+    try:
+        policy = import_string(path) if isinstance(path, str) else None
+    except ImportError as error:
+        messages.append(
+            Error(
+                f"WEFT_DOCUMENT_ACCESS = {path!r} cannot be imported: {error}.",
+                id="django_weft.E008",
+            )
+        )
+    else:
+        if not callable(policy):
+            messages.append(
+                Error(
+                    f"WEFT_DOCUMENT_ACCESS = {path!r} is not an import string of a callable "
+                    "(user, key) -> bool.",
+                    id="django_weft.E008",
+                )
+            )
     return messages
 
 

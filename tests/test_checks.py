@@ -271,3 +271,36 @@ def test_checks_sqlite_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     (message,) = only("django_weft.W001")
     assert '"default"' in message.msg
+
+
+# --- E007 / E008 live settings ---------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("WEFT_LIVE_RECENT_RUNS", -1), ("WEFT_LIVE_RECENT_RUNS", "20"), ("WEFT_LIVE_MAX_FRAME", 0)],
+)
+def test_checks_live_numbers_invalid(name: str, value: object) -> None:
+    """E007: live-view sizes that are not whole numbers in range are errors naming them."""
+    with override_settings(**{name: value}):
+        (message,) = only("django_weft.E007")
+    assert name in message.msg
+    assert repr(value) in message.msg
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("no.such.policy", "cannot be imported"),
+        ("django_weft.conf.weft_settings", "not an import string of a callable"),
+        (None, "None"),
+    ],
+)
+def test_checks_document_access_invalid(value: object, says: str) -> None:
+    """E008: a WEFT_DOCUMENT_ACCESS that is not an importable callable is an error naming it."""
+    with override_settings(WEFT_DOCUMENT_ACCESS=value):
+        (message,) = only("django_weft.E008")
+    assert "WEFT_DOCUMENT_ACCESS" in message.msg
+    assert says in message.msg
