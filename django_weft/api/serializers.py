@@ -148,8 +148,9 @@ class ScheduleOwnerSerializer(ScheduleGuestSerializer):
             "created_at",
             "updated_at",
         ]
-        # The model's non-editable fields (next_due, last_*, ...) are read-only anyway.
-        read_only_fields = ["id", "owner"]
+        # Only the plan, job, args and policies are written; the model's non-editable
+        # fields (next_due, last_*, ...) are read-only anyway, and owner is set on create.
+        read_only_fields = ["id"]
 
     def get_owner(self, schedule: Schedule) -> str | None:
         return schedule.owner.get_username() if schedule.owner is not None else None

@@ -292,7 +292,8 @@ class ScheduleViewSet(ScheduleViewSetBase):
         schedule without being shown its args or last error in the reply.
         """
         schedule = self.get_object()
-        edit = self.get_serializer(schedule, data=request.data, partial=kwargs.get("partial"))
+        partial = bool(kwargs.pop("partial", False))
+        edit = self.get_serializer(schedule, data=request.data, partial=partial)
         edit.is_valid(raise_exception=True)
         edit.save()
         view = ScheduleViewSerializer(edit.instance, context=self.get_serializer_context())
