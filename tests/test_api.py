@@ -9,6 +9,7 @@ to have written nothing.
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -715,3 +716,26 @@ def test_openapi_schema_generates_without_warnings(tmp_path: Path) -> None:
 def test_example_project_serves_the_api_under_api() -> None:
     assert reverse("weft-run-list", urlconf="example_project.urls") == "/api/runs/"
     assert reverse("weft-schema", urlconf="example_project.urls") == "/api/schema/"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_api_schedule_name_taken_by_a_concurrent_write_is_a_400(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A name taken between DRF's unique check and the insert answers 400 naming it, not 500."""
+    from django_weft.api.serializers import ScheduleOwnerSerializer
+
+    user = get_user_model().objects.create_user("maker")
+    user.user_permissions.add(Permission.objects.get(codename="add_schedule"))
+    client = APIClient()
+    client.force_authenticate(get_user_model().objects.get(pk=user.pk))
+    Schedule.objects.create(name="taken", job="tests.noop", every=timedelta(hours=1))
+    monkeypatch.setattr(ScheduleOwnerSerializer, "run_validators", lambda self, value: None)
+    response = client.post(
+        "/api/weft/schedules/",
+        {"name": "taken", "job": "tests.noop", "every": "01:00:00"},
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    assert "name" in response.json()
+    assert Schedule.objects.count() == 1

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError, transaction
 from django.db import models
 from rest_framework import serializers
 from rest_framework.settings import api_settings
@@ -172,7 +173,13 @@ def model_validation() -> Iterator[None]:
     and plain ORM code alike; the API only translates the refusal into a 400.
     """
     try:
-        yield
+        with transaction.atomic():
+            yield
+    except IntegrityError as error:
+        # The form-level unique check passed, then a concurrent write took the name.
+        raise serializers.ValidationError(
+            {"name": ["A schedule with this name was just created; choose another name."]}
+        ) from error
     except DjangoValidationError as error:
         if not hasattr(error, "error_dict"):
             raise serializers.ValidationError(

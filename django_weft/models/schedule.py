@@ -356,7 +356,8 @@ class Schedule(models.Model):
         try:
             job = registry.get(self.job)
         except UnknownJob as error:
-            errors.setdefault("job", []).append(f"{str(error).capitalize()}.")
+            message = str(error)
+            errors.setdefault("job", []).append(f"{message[:1].upper()}{message[1:]}.")
             return
         try:
             self.args = job.validate_args(self.args)
