@@ -4,7 +4,8 @@ Loads 10, then 10,000, then 100,000 armed, enabled interval schedules that are n
 (``next_due`` spread over the coming year) and times, at each size, an idle
 ``Scheduler().tick(now)`` and an idle ``Worker.tick()`` (no run queued). The design
 target is that an idle tick costs the same whatever the number of idle schedules:
-median(100k) / median(10) < 1.5.
+median(100k) / median(10) < 1.5. "loop step" is one iteration of the worker loop
+without its sleep: ``close_old_connections()`` then ``Worker.tick()``.
 
     .venv/bin/python bench/idle_tick.py [--database sqlite|postgres] [--ticks 200]
 """

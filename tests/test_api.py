@@ -9,8 +9,8 @@ to have written nothing.
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 

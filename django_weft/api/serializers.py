@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import IntegrityError, transaction
-from django.db import models
+from django.db import IntegrityError, models, transaction
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
