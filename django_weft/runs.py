@@ -47,8 +47,24 @@ def start(
     reused key); in both cases nothing is written. With ``key`` a resent start returns
     the run the first one made.
     """
+    return start_or_get(job, args, key=key, owner=owner, now=now)[0]
+
+
+def start_or_get(
+    job: Job,
+    args: Mapping[str, Any] | None = None,
+    *,
+    key: str | None = None,
+    owner: AbstractBaseUser | None = None,
+    now: datetime | None = None,
+) -> tuple[Run, bool]:
+    """Like :func:`start`, also saying whether this call created the run.
+
+    False means ``key`` named a run an earlier start made (an HTTP API answers 200
+    instead of 201 then).
+    """
     with transaction.atomic():
-        return start_in_transaction(job, args, key=key, owner=owner, now=now)
+        return _start(job, args, key=key, owner=owner, now=now)
 
 
 astart = sync_to_async(start)
@@ -66,6 +82,22 @@ def start_in_transaction(
     validated: bool = False,
 ) -> Run:
     """The start step, inside the caller's transaction (a schedule's tick, a finish)."""
+    return _start(
+        job, args, key=key, owner=owner, schedule=schedule, due=due, now=now, validated=validated
+    )[0]
+
+
+def _start(
+    job: Job,
+    args: Mapping[str, Any] | None,
+    *,
+    key: str | None = None,
+    owner: AbstractBaseUser | None = None,
+    schedule: Schedule | None = None,
+    due: datetime | None = None,
+    now: datetime | None = None,
+    validated: bool = False,
+) -> tuple[Run, bool]:
     stored = dict(args or {}) if validated else job.validate_args(args)
     concurrency_key = ""
     if job.concurrency is not None:
@@ -74,7 +106,7 @@ def start_in_transaction(
         ) or ""
         _serialize_starts(job.name, concurrency_key)
     if key is not None and (existing := _run_for_key(job, key, stored)) is not None:
-        return existing
+        return existing, False
     if job.concurrency is not None:
         unfinished = Run.objects.unfinished().filter(job=job.name, concurrency_key=concurrency_key)
         if unfinished.count() >= job.concurrency:
@@ -106,10 +138,10 @@ def start_in_transaction(
         # Two starts with one key raced; the other insert won and is returned.
         if key is None or (existing := _run_for_key(job, key, stored)) is None:
             raise
-        return existing
+        return existing, False
     live.run_changed(run.pk)
     logger.info("started %s run %s", job.name, run.pk)
-    return run
+    return run, True
 
 
 def _run_for_key(job: Job, key: str, stored: dict[str, Any]) -> Run | None:

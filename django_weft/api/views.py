@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -171,23 +170,18 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, RunViewSetBas
         The ``Idempotency-Key`` header is stored scoped to the user, as
         ``f"{user.pk}:{key}"``: keys are chosen by clients, so two users who happen to
         pick the same key must get two runs, and neither may receive the other's run.
-        A replay is told apart from a new start by the start time this view passes in:
-        only a run this call created carries it.
         """
         body = RunStartSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         key = self._idempotency_key(request)
-        moment = timezone.now()
         with refusals():
             job = registry.get(body.validated_data["job"])
-            run = runs.start(
+            run, created = runs.start_or_get(
                 job,
                 body.validated_data["args"],
                 key=key,
                 owner=cast("AbstractBaseUser", request.user),
-                now=moment,
             )
-        created = run.created_at == moment
         return Response(
             self.get_serializer(run).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
