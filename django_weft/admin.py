@@ -16,6 +16,7 @@ from django_weft.cron import CronError, Fire
 from django_weft.exceptions import WeftError
 from django_weft.models import Document, Run, Schedule, WorkerProcess
 from django_weft.models.run import UNFINISHED
+from django_weft.models.schedule import SCHEDULER_FIELDS
 from django_weft.runs import abort, run_now
 
 if TYPE_CHECKING:
@@ -47,19 +48,7 @@ class ScheduleAdmin(ScheduleAdminBase):
     list_filter = ["enabled", "last_status", "job"]
     search_fields = ["name", "job"]
     actions = ["run_now_action", "enable_action", "disable_action"]
-    readonly_fields = [
-        "next_fires",
-        "next_due",
-        "problem",
-        "missed",
-        "last_due",
-        "last_started",
-        "last_ended",
-        "last_status",
-        "last_error_type",
-        "last_error_message",
-        "last_run",
-    ]
+    readonly_fields = ["next_fires", *sorted(SCHEDULER_FIELDS - {"armed", "buffered_due"})]
     fieldsets = [
         (None, {"fields": ["name", "job", "args", "enabled", "owner"]}),
         ("When", {"fields": ["cron", "timezone", "every", "at", "next_fires"]}),

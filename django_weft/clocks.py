@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
-from functools import cache
 from typing import TYPE_CHECKING
 
-from django.core.signals import setting_changed
-from django.dispatch import receiver
-from django.utils.module_loading import import_string
-
 from django_weft.conf import weft_settings
+from django_weft.loading import import_setting
 
 if TYPE_CHECKING:
     from django_weft.worker import Worker
@@ -57,19 +53,7 @@ class SystemClock(Clock):
 
 def load_clock(path: str | None = None) -> Clock:
     """A new clock from an import string (default: ``WEFT_CLOCK``)."""
-    clock = _clock_class(path or weft_settings.CLOCK)()
+    clock = import_setting(path or weft_settings.CLOCK)()
     if not isinstance(clock, Clock):
         raise TypeError(f"{path or weft_settings.CLOCK} is not a django_weft.clocks.Clock")
     return clock
-
-
-@cache
-def _clock_class(path: str) -> type[Clock]:
-    cls: type[Clock] = import_string(path)
-    return cls
-
-
-@receiver(setting_changed)
-def _reset_clock_cache(*, setting: str, **kwargs: object) -> None:
-    if setting == "WEFT_CLOCK":
-        _clock_class.cache_clear()

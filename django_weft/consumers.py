@@ -19,7 +19,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth.models import AnonymousUser
 from rest_framework import serializers
 
-from django_weft import live
+from django_weft import access, live
 from django_weft.conf import weft_settings
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
@@ -147,7 +147,7 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def handle_start(self, frame: dict[str, Any]) -> None:
         if not self.can_start:
-            raise FrameError("forbidden", "you may not start runs (needs django_weft.add_run)")
+            raise FrameError("forbidden", access.refusal("start runs", access.ADD_RUN))
         run = await database_sync_to_async(self._start)(frame)
         await self.send_json({"type": "started", "request_id": frame["request_id"], "run": run})
 
@@ -195,16 +195,12 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     # -- database work (in a thread) ------------------------------------------------------------
 
     def _permissions(self) -> tuple[bool, bool]:
-        if not self.user.is_authenticated:
-            return False, False
-        return self.user.has_perm("django_weft.view_run"), self.user.has_perm("django_weft.add_run")
-
-    def _sees_in_full(self, run: Run) -> bool:
-        return bool(self.operator or (self.user.is_authenticated and run.owner_id == self.user.pk))
+        operator = self.user.is_authenticated and self.user.has_perm(access.VIEW_RUN)
+        return operator, access.may_start_runs(self.user)
 
     def _view(self, run: Run) -> dict[str, Any]:
         full, guest = live.views_of(run)
-        return full if self._sees_in_full(run) else guest
+        return full if access.sees_run_in_full(self.user, run) else guest
 
     def _snapshot(self) -> list[dict[str, Any]]:
         visible = Run.objects.select_related("owner", "state", "schedule")
@@ -234,8 +230,9 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         run = Run.objects.filter(pk=run_id).first()
         if run is None:
             raise FrameError("not_found", f"no run {run_id}")
-        if not self._sees_in_full(run) and not self.user.has_perm("django_weft.change_run"):
-            raise FrameError("forbidden", f"you may not abort run {run_id}: it is not yours")
+        if not access.may_abort_run(self.user, run):
+            refused = access.refusal(f"abort run {run_id}", access.CHANGE_RUN, or_owner=True)
+            raise FrameError("forbidden", refused)
         if not abort(run):
             raise FrameError("finished", f"run {run_id} has already finished ({run.status})")
 

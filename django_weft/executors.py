@@ -11,14 +11,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from functools import cache
 
-from django.core.signals import setting_changed
 from django.db import connections
-from django.dispatch import receiver
-from django.utils.module_loading import import_string
 
 from django_weft.conf import weft_settings
+from django_weft.loading import import_setting
 
 Task = Callable[[], object]
 
@@ -100,19 +97,7 @@ class ThreadExecutor(Executor):
 
 
 def load_executor(path: str | None, concurrency: int) -> Executor:
-    executor = _executor_class(path or weft_settings.EXECUTOR)(concurrency)
+    executor = import_setting(path or weft_settings.EXECUTOR)(concurrency)
     if not isinstance(executor, Executor):
         raise TypeError(f"{path} is not a django_weft.executors.Executor")
     return executor
-
-
-@cache
-def _executor_class(path: str) -> type[Executor]:
-    cls: type[Executor] = import_string(path)
-    return cls
-
-
-@receiver(setting_changed)
-def _reset_executor_cache(*, setting: str, **kwargs: object) -> None:
-    if setting == "WEFT_EXECUTOR":
-        _executor_class.cache_clear()

@@ -17,19 +17,16 @@ import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Callable
-from functools import cache, partial
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 from django.core.serializers.json import DjangoJSONEncoder
-from django.core.signals import setting_changed
 from django.db import transaction
-from django.dispatch import receiver
-from django.utils.module_loading import import_string
 
 from django_weft.conf import weft_settings
+from django_weft.loading import import_setting
 
 if TYPE_CHECKING:
     from django_weft.models import Document, Run
@@ -87,19 +84,7 @@ def may_watch_document(user: Any, key: str) -> bool:
     """Whether ``user`` may watch ``key``; run state comes with runs, never on its own."""
     if key.startswith("run:"):
         return False
-    return bool(_document_policy(weft_settings.DOCUMENT_ACCESS)(user, key))
-
-
-@cache
-def _document_policy(path: str) -> Callable[[Any, str], bool]:
-    policy: Callable[[Any, str], bool] = import_string(path)
-    return policy
-
-
-@receiver(setting_changed)
-def _reset_policy_cache(*, setting: str, **kwargs: object) -> None:
-    if setting == "WEFT_DOCUMENT_ACCESS":
-        _document_policy.cache_clear()
+    return bool(import_setting(weft_settings.DOCUMENT_ACCESS)(user, key))
 
 
 def views_of(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -1,86 +1,24 @@
-"""Who may see and do what through the API, in Django's model permissions on Run and Schedule.
-
-The rules, in one place so that views, serializers and the schema agree:
-
-- every signed-in user may list and read runs and schedules; anonymous requests are
-  refused (403, or 401 when the project's first authentication class asks for it);
-- the *owner* of a run or schedule (``owner == request.user``) always sees it in full
-  and may abort the run, or change, delete and run the schedule now;
-- ``django_weft.view_run`` / ``view_schedule`` see every run / schedule in full (an
-  operator); everyone else sees other people's rows as a guest;
-- ``add_run`` may start runs, ``change_run`` may abort anyone's run;
-- ``add_schedule`` may create schedules (owned by whoever creates them),
-  ``change_schedule`` may change and run anyone's schedule now, ``delete_schedule`` may
-  delete anyone's schedule.
-
-A refusal names the permission that is missing, so a client can tell an operator what
-to grant instead of guessing.
-"""
+"""DRF permission classes applying the rules of :mod:`django_weft.access` per action."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from rest_framework.permissions import BasePermission
+
+from django_weft.access import (
+    ADD_RUN,
+    ADD_SCHEDULE,
+    CHANGE_RUN,
+    CHANGE_SCHEDULE,
+    DELETE_SCHEDULE,
+    may,
+    refusal,
+)
 
 if TYPE_CHECKING:
     from rest_framework.request import Request
     from rest_framework.views import APIView
-
-VIEW_RUN = "django_weft.view_run"
-ADD_RUN = "django_weft.add_run"
-CHANGE_RUN = "django_weft.change_run"
-VIEW_SCHEDULE = "django_weft.view_schedule"
-ADD_SCHEDULE = "django_weft.add_schedule"
-CHANGE_SCHEDULE = "django_weft.change_schedule"
-DELETE_SCHEDULE = "django_weft.delete_schedule"
-
-
-class User(Protocol):
-    """A request's user, signed in or not, of whatever model the project configures.
-
-    Only what these rules use, so a swapped-in user model with Django's permission API
-    (``PermissionsMixin`` or its own ``has_perm``) qualifies.
-    """
-
-    @property
-    def pk(self) -> Any: ...
-
-    @property
-    def is_authenticated(self) -> bool: ...
-
-    def has_perm(self, perm: str, obj: Any = ...) -> bool: ...
-
-
-class Owned(Protocol):
-    """A row with an owner: a run or a schedule."""
-
-    @property
-    def owner_id(self) -> Any: ...
-
-
-def owns(user: User, obj: Owned) -> bool:
-    """Whether ``user`` is the row's owner; a row without an owner has none."""
-    return bool(user.is_authenticated) and obj.owner_id is not None and obj.owner_id == user.pk
-
-
-def _may(user: User, permission: str, obj: Owned) -> bool:
-    return owns(user, obj) or user.has_perm(permission)
-
-
-def sees_run_in_full(user: User, run: Owned) -> bool:
-    """Owner view (state, result, error, every arg) rather than the guest view."""
-    return _may(user, VIEW_RUN, run)
-
-
-def sees_schedule_in_full(user: User, schedule: Owned) -> bool:
-    """Owner view (args, policies, last error) rather than the guest view."""
-    return _may(user, VIEW_SCHEDULE, schedule)
-
-
-def _needs(verb: str, permission: str, *, or_owner: bool = False) -> str:
-    owner = ", or to be its owner" if or_owner else ""
-    return f"you may not {verb} (needs {permission}{owner})"
 
 
 class _ActionPermission(BasePermission):
@@ -102,7 +40,7 @@ class _ActionPermission(BasePermission):
         if needed is None:
             return True
         verb, permission = needed
-        self.message = _needs(verb, permission)
+        self.message = refusal(verb, permission)
         return bool(request.user.has_perm(permission))
 
     def has_object_permission(self, request: Request, view: APIView, obj: Any) -> bool:
@@ -110,8 +48,8 @@ class _ActionPermission(BasePermission):
         if needed is None:
             return True
         verb, permission = needed
-        self.message = _needs(verb, permission, or_owner=True)
-        return _may(request.user, permission, obj)
+        self.message = refusal(verb, permission, or_owner=True)
+        return may(request.user, permission, obj)
 
 
 class RunPermission(_ActionPermission):

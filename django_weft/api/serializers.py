@@ -19,13 +19,13 @@ from django.db import IntegrityError, models, transaction
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
-from django_weft.api.permissions import sees_run_in_full, sees_schedule_in_full
+from django_weft.access import sees_run_in_full, sees_schedule_in_full
 from django_weft.jobs import registry
 from django_weft.models import Run, RunStatus, Schedule
 from django_weft.models.schedule import PLAN_FIELDS
 
 if TYPE_CHECKING:
-    from django_weft.api.permissions import User
+    from django_weft.access import User
 
 _M = TypeVar("_M", bound=models.Model)
 

@@ -1,0 +1,81 @@
+"""Who may see and do what with runs and schedules: one set of rules for the API,
+the live sockets and the admin's views, in Django's model permissions.
+
+- the *owner* of a run or schedule (``owner == user``) always sees it in full, may
+  abort the run, and may change, delete and run the schedule now;
+- ``django_weft.view_run`` / ``view_schedule`` see every run / schedule in full (an
+  operator); everyone else signed in sees other people's rows as a guest;
+- ``add_run`` may start runs, ``change_run`` may abort anyone's run;
+- ``add_schedule`` may create schedules, ``change_schedule`` may change and run anyone's
+  schedule now, ``delete_schedule`` may delete anyone's schedule.
+
+A refusal names the permission that is missing, so a client can tell an operator what
+to grant instead of guessing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+VIEW_RUN = "django_weft.view_run"
+ADD_RUN = "django_weft.add_run"
+CHANGE_RUN = "django_weft.change_run"
+VIEW_SCHEDULE = "django_weft.view_schedule"
+ADD_SCHEDULE = "django_weft.add_schedule"
+CHANGE_SCHEDULE = "django_weft.change_schedule"
+DELETE_SCHEDULE = "django_weft.delete_schedule"
+
+
+class User(Protocol):
+    """A request's user, signed in or not, of whatever model the project configures.
+
+    Only what these rules use, so a swapped-in user model with Django's permission API
+    (``PermissionsMixin`` or its own ``has_perm``) qualifies.
+    """
+
+    @property
+    def pk(self) -> Any: ...
+
+    @property
+    def is_authenticated(self) -> bool: ...
+
+    def has_perm(self, perm: str, obj: Any = ...) -> bool: ...
+
+
+class Owned(Protocol):
+    """A row with an owner: a run or a schedule."""
+
+    @property
+    def owner_id(self) -> Any: ...
+
+
+def owns(user: User, obj: Owned) -> bool:
+    """Whether ``user`` is the row's owner; a row without an owner has none."""
+    return bool(user.is_authenticated) and obj.owner_id is not None and obj.owner_id == user.pk
+
+
+def may(user: User, permission: str, obj: Owned) -> bool:
+    return owns(user, obj) or user.has_perm(permission)
+
+
+def sees_run_in_full(user: User, run: Owned) -> bool:
+    """Owner view (state, result, error, every arg) rather than the guest view."""
+    return may(user, VIEW_RUN, run)
+
+
+def sees_schedule_in_full(user: User, schedule: Owned) -> bool:
+    """Owner view (args, policies, last error) rather than the guest view."""
+    return may(user, VIEW_SCHEDULE, schedule)
+
+
+def refusal(verb: str, permission: str, *, or_owner: bool = False) -> str:
+    owner = ", or to be its owner" if or_owner else ""
+    return f"you may not {verb} (needs {permission}{owner})"
+
+
+def may_start_runs(user: User) -> bool:
+    return bool(user.is_authenticated and user.has_perm(ADD_RUN))
+
+
+def may_abort_run(user: User, run: Owned) -> bool:
+    return may(user, CHANGE_RUN, run)
