@@ -86,6 +86,13 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
             )
         )
     messages += _check_live_settings()
+    if not settings.USE_TZ:
+        messages.append(
+            Error(
+                "django-weft stores aware UTC moments and needs USE_TZ = True.",
+                id="django_weft.E009",
+            )
+        )
     return messages
 
 

@@ -48,6 +48,8 @@ class RunContext:
         self._abort = abort
         self._next_poll = 0.0
         self._throttles: list[Throttle] = []
+        #: Whether check()/sleep() raised RunAborted: the run honoured an abort.
+        self.abort_raised = False
         self.state = RunState(run.state) if run.state is not None else None
 
     @property
@@ -79,6 +81,7 @@ class RunContext:
         for throttle in self._throttles:
             throttle.poll()
         if self.abort_requested:
+            self.abort_raised = True
             raise RunAborted(f"run {self.run.pk} was aborted")
 
     def sleep(self, seconds: float) -> None:
@@ -96,6 +99,12 @@ class RunContext:
 
     async def asleep(self, seconds: float) -> None:
         await sync_to_async(self.sleep)(seconds)
+
+    def flush(self) -> None:
+        """Deliver what the run's throttles still hold; called when the run ends."""
+        for throttle in self._throttles:
+            if throttle.pending:
+                throttle.flush()
 
     def throttle(self, write: Callable[[], object], interval: float) -> Throttle:
         """A :class:`~django_weft.output.Throttle` that ``sleep()``/``check()`` keep flushing."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -9,10 +10,11 @@ from datetime import datetime
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from rest_framework import serializers
 
 from django_weft.context import RunContext
 from django_weft.exceptions import RunAborted
-from django_weft.jobs import Job, registry
+from django_weft.jobs import Job, flatten_errors, registry
 from django_weft.models import Run, RunStatus
 from django_weft.runs import finish
 
@@ -34,18 +36,39 @@ def execute(run: Run, *, abort: threading.Event, now: Callable[[], datetime]) ->
     context = RunContext(run, abort=abort)
     status, result, error_type, error_message = RunStatus.DONE, None, "", ""
     try:
-        result = _validate_result(job, _call(job, context))
+        try:
+            result = _validate_result(job, _call(job, context))
+        finally:
+            # A throttled write the job did not flush still reaches the outcome.
+            context.flush()
     except RunAborted:
         status = RunStatus.ABORTED
     except Exception as error:
         logger.info("%s run %s raised %s: %s", run.job, run.pk, type(error).__name__, error)
         status, error_type, error_message = RunStatus.FAILED, type(error).__name__, str(error)
-    if status == RunStatus.DONE and abort.is_set():
-        # The job swallowed the abort and carried on; it was still aborted.
+    if status == RunStatus.DONE and context.abort_raised:
+        # The job caught RunAborted and carried on; it was still aborted.
         status = RunStatus.ABORTED
-    return finish(
-        run.pk, status, now=now(), result=result, error_type=error_type, error_message=error_message
-    )
+    try:
+        return finish(
+            run.pk,
+            status,
+            now=now(),
+            result=result,
+            error_type=error_type,
+            error_message=error_message,
+        )
+    except Exception as error:
+        # The outcome could not be stored (a database error, a buffered fire that
+        # broke): record that much, so the run does not stay "running" for ever.
+        logger.exception("could not finish %s run %s", run.job, run.pk)
+        return finish(
+            run.pk,
+            RunStatus.FAILED,
+            now=now(),
+            error_type=type(error).__name__,
+            error_message=f"the outcome ({status}) could not be recorded: {error}",
+        )
 
 
 def _call(job: Job, context: RunContext) -> Any:
@@ -58,7 +81,25 @@ def _call(job: Job, context: RunContext) -> Any:
 
 
 def _validate_result(job: Job, result: Any) -> Any:
-    if job.result is None:
-        return result
-    field = job.result()
-    return field.to_representation(field.run_validation(result))
+    """The result as stored: through the job's result serializer, and JSON in any case."""
+    if job.result is not None:
+        field = job.result()
+        try:
+            result = field.to_representation(field.run_validation(result))
+        except serializers.ValidationError as error:
+            details = "; ".join(
+                f"{k}: {' '.join(v)}" for k, v in flatten_errors(error.detail).items()
+            )
+            raise InvalidResult(f'job "{job.name}" returned an invalid result: {details}') from None
+    try:
+        # As Run.result (a JSONField without an encoder) will store it.
+        json.dumps(result)
+    except (TypeError, ValueError) as error:
+        raise InvalidResult(
+            f'job "{job.name}" returned a result that is not JSON: {error}'
+        ) from None
+    return result
+
+
+class InvalidResult(ValueError):
+    """The job's return value cannot be stored as its result."""

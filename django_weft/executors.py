@@ -8,6 +8,7 @@ which makes a driven-clock test read like a story.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -18,6 +19,8 @@ from django_weft.conf import weft_settings
 from django_weft.loading import import_setting
 
 Task = Callable[[], object]
+
+logger = logging.getLogger("django_weft.executors")
 
 
 class Executor:
@@ -38,8 +41,8 @@ class Executor:
         """Wait until no task is running; False if ``timeout`` passed first."""
         raise NotImplementedError
 
-    def shutdown(self) -> None:
-        """Wait for the running tasks and release the executor's resources."""
+    def shutdown(self, *, wait: bool = True) -> None:
+        """Release the executor's resources, waiting for running tasks unless told not to."""
 
 
 class InlineExecutor(Executor):
@@ -79,6 +82,9 @@ class ThreadExecutor(Executor):
     def _run(task: Task) -> None:
         try:
             task()
+        except Exception:
+            # A future nobody reads would swallow it; say it where operators look.
+            logger.exception("a task of the run executor failed")
         finally:
             # Each pool thread has its own connections; a finished task gives them back.
             connections.close_all()
@@ -92,8 +98,8 @@ class ThreadExecutor(Executor):
         with self._idle:
             return self._idle.wait_for(lambda: not self._running, timeout)
 
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=True)
+    def shutdown(self, *, wait: bool = True) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=not wait)
 
 
 def load_executor(path: str | None, concurrency: int) -> Executor:

@@ -15,11 +15,17 @@ from typing import TYPE_CHECKING, Any, cast
 
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from django_weft import live
-from django_weft.exceptions import ConcurrencyLimitReached, IdempotencyKeyReused
+from django_weft.exceptions import (
+    ConcurrencyLimitReached,
+    IdempotencyKeyReused,
+    InvalidArgs,
+    StartRefused,
+    UnknownJob,
+)
 from django_weft.jobs import Job, registry
 from django_weft.models import Document, LastStatus, Run, RunStatus, Schedule, WorkerProcess
 from django_weft.models.run import UNFINISHED
@@ -273,10 +279,15 @@ def _record_on_schedule(run: Run, now: datetime) -> None:
     due = schedule.buffered_due
     assert due is not None
     Schedule.objects.filter(pk=schedule.pk).update(buffered_due=None)
-    if schedule.job not in registry:
-        logger.error("buffered fire of %s dropped: job %s is not deployed", schedule, schedule.job)
+    if not schedule.enabled:
         return
-    start_for_schedule(schedule, registry.get(schedule.job), schedule.args, due=due, now=now)
+    try:
+        job = registry.get(schedule.job)
+        start_for_schedule(schedule, job, job.validate_args(schedule.args), due=due, now=now)
+    except (UnknownJob, InvalidArgs, StartRefused, IntegrityError) as error:
+        # The buffered slot is lost, not the outcome being recorded with it.
+        logger.error("buffered fire of %s due %s dropped: %s", schedule, due, error)
+        Schedule.objects.filter(pk=schedule.pk).update(missed=F("missed") + 1)
 
 
 def start_for_schedule(
@@ -344,12 +355,16 @@ aabort = sync_to_async(abort)
 
 
 def finish_lost(*, now: datetime, silent_since: datetime) -> int:
-    """Finish as lost every run whose worker stopped beating before ``silent_since``."""
+    """Finish as lost every running run that no live worker holds.
+
+    That is a run whose worker stopped beating before ``silent_since``, whose worker
+    row says it stopped, or whose worker row is gone.
+    """
     silent = list(WorkerProcess.objects.silent_since(silent_since).values_list("pk", flat=True))
-    if not silent:
-        return 0
     lost = list(
-        Run.objects.filter(worker__in=silent, status=RunStatus.RUNNING).values_list("pk", flat=True)
+        Run.objects.filter(status=RunStatus.RUNNING)
+        .filter(Q(worker__in=silent) | Q(worker__isnull=True) | Q(worker__stopped_at__isnull=False))
+        .values_list("pk", flat=True)
     )
     finished = 0
     for run_id in lost:

@@ -63,14 +63,29 @@ def decide(row: Schedule, now: datetime, grace: timedelta, window: timedelta) ->
         latest = _latest_slot(plan, due, now)
         missed = len(slots_between(plan, due, latest, MISSED_LIMIT)) - 1
         return Decision([latest], next_due, missed)
-    missed_slots = slots_between(plan, due, now, MISSED_LIMIT)
+    # "all" makes up the slots in its window; "skip" still runs those within their
+    # grace (back at 07:02 after two days down, the 07:00 digest runs, the two before
+    # it are missed). Both start listing at that horizon, so a long outage of a busy
+    # schedule costs only the slots that can still fire, plus a capped count.
+    horizon = now - (window if row.catch_up == CatchUp.ALL else grace)
+    first_recent = due if due >= horizon else _first_slot_after(plan, horizon)
+    if first_recent is None or first_recent > now:
+        recent, older = [], slots_between(plan, due, now, MISSED_LIMIT)
+    else:
+        recent = slots_between(plan, first_recent, now, MISSED_LIMIT)
+        older = [
+            s for s in slots_between(plan, due, first_recent, MISSED_LIMIT) if s < first_recent
+        ]
     if row.catch_up == CatchUp.ALL:
-        recent = [slot for slot in missed_slots if slot >= now - window][-CATCH_UP_LIMIT:]
-        return Decision(recent, next_due, len(missed_slots) - len(recent))
-    # Only the slots later than their grace are dropped: back at 07:02 after two days
-    # down, the 07:00 digest still runs; the two before it are missed.
-    on_time = [slot for slot in missed_slots if now - slot <= grace]
-    return Decision(on_time, next_due, len(missed_slots) - len(on_time))
+        dropped = recent[:-CATCH_UP_LIMIT]
+        return Decision(recent[-CATCH_UP_LIMIT:], next_due, len(older) + len(dropped))
+    return Decision(recent, next_due, len(older))
+
+
+def _first_slot_after(plan: Plan, moment: datetime) -> datetime | None:
+    """The first slot at or after ``moment``."""
+    fire = plan.next_fire(moment - timedelta(microseconds=1))
+    return fire.due if fire is not None else None
 
 
 def _latest_slot(plan: Plan, first: datetime, now: datetime) -> datetime:
@@ -105,19 +120,23 @@ class Scheduler:
     def arm(self, now: datetime) -> bool:
         rows = list(Schedule.objects.unarmed()[: self.batch_size])
         for row in rows:
+            problem = ""
             try:
                 due = row.first_due(now)
             except CronError as error:
-                due = None
-                logger.warning("schedule %s cannot be armed: %s", row.name, error)
+                # A stored plan that no longer reads (an edit by raw SQL, a zone gone
+                # from the tz database): parked until an edit re-arms it.
+                due, problem = None, f"cannot be armed: {error}"
             # The plan fields in the filter make an edit made since the read win: that
             # row stays unarmed and is armed from its new plan in the next tick.
             won = Schedule.objects.filter(
                 pk=row.pk,
                 armed=False,
                 **{name: getattr(row, name) for name in PLAN_FIELDS},
-            ).update(armed=True, next_due=due)
-            if won:
+            ).update(armed=True, next_due=due, problem=problem)
+            if won and problem:
+                self._report_problem(row, problem)
+            elif won:
                 logger.info("armed %s (%s): next due %s", row.name, row.describe_plan(), due)
         return bool(rows)
 
@@ -154,7 +173,8 @@ class Scheduler:
             next_due = now + PROBLEM_RETRY
         claimed = Schedule.objects.filter(pk=row.pk, armed=True, next_due=row.next_due).update(
             next_due=next_due,
-            missed=F("missed") + missed + (len(fire) if problem else 0),
+            # A one-off whose problem postpones it has missed nothing (yet).
+            missed=F("missed") + missed + (len(fire) if problem and row.at is None else 0),
             buffered_due=buffered,
             problem=problem,
         )
@@ -205,14 +225,19 @@ class Scheduler:
 
     @staticmethod
     def _record_refusal(row: Schedule, due: datetime, now: datetime, error: StartRefused) -> None:
+        """A refused start did not start: the slot is missed, the record says why.
+
+        A one-off is looked at again later (it fires once its start is allowed).
+        """
         error_type, message = type(error).__name__, str(error)
+        retry = {"next_due": now + PROBLEM_RETRY} if row.at is not None else {}
         Schedule.objects.filter(pk=row.pk).update(
             last_due=due,
-            last_started=now,
-            last_ended=now,
             last_status=LastStatus.FAILED,
             last_error_type=error_type,
             last_error_message=message,
+            missed=F("missed") + (0 if retry else 1),
+            **retry,
         )
         logger.warning("schedule %s could not start its run: %s", row.name, message)
         transaction.on_commit(

@@ -24,9 +24,9 @@ from django_weft.conf import weft_settings
 from django_weft.execution import execute
 from django_weft.executors import Executor, load_executor
 from django_weft.jobs import Job, registry
-from django_weft.models import Run, Schedule, WorkerProcess
+from django_weft.models import Run, RunStatus, Schedule, WorkerProcess
 from django_weft.notify import Listener, can_listen
-from django_weft.runs import claim, finish_lost
+from django_weft.runs import claim, finish, finish_lost
 from django_weft.scheduler import Scheduler
 
 logger = logging.getLogger("django_weft.worker")
@@ -71,6 +71,8 @@ class Worker:
         self._aborts: dict[uuid.UUID, threading.Event] = {}
         self._listener: Listener | None = None
         self._next_beat: datetime | None = None
+        #: Set when a forced stop left runs that ignored their abort behind.
+        self.abandoned = False
         self.clock.attach(self)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -137,9 +139,8 @@ class Worker:
 
     def close(self) -> None:
         """Let running runs finish within the grace, abort the rest, and deregister."""
-        if not self.executor.wait_idle(0):
-            self._wait_or_abort()
-        self.executor.shutdown()
+        ended = self.executor.wait_idle(0) or self._wait_or_abort()
+        self.executor.shutdown(wait=ended)
         if self._listener is not None:
             self._listener.stop()
             self._listener.join(5)
@@ -147,21 +148,47 @@ class Worker:
             WorkerProcess.objects.filter(pk=self.process.pk).update(stopped_at=self.clock.now())
         logger.info("runjobs stopped")
 
-    def _wait_or_abort(self) -> None:
-        deadline = self.shutdown_grace
-        waited = 0.0
-        while waited < deadline and not self._forced.is_set():
-            if self.executor.wait_idle(0.1):
-                return
-            waited += 0.1
+    def _wait_or_abort(self) -> bool:
+        """Wait out the grace, then abort; True once every run has ended.
+
+        A second signal stops the waiting. Runs that still have not reached a
+        ``sleep()``/``check()`` then are finished as aborted here, because the process
+        is about to exit under them; ``abandoned`` tells the command to exit at once.
+        """
+        if self._wait_idle_beating(self.shutdown_grace):
+            return True
         running = list(self._aborts)
         logger.warning("aborting %d run(s) still running at shutdown", len(running))
-        Run.objects.filter(pk__in=running, abort_requested_at__isnull=True).update(
-            abort_requested_at=self.clock.now()
-        )
+        now = self.clock.now()
+        for run in Run.objects.filter(pk__in=running):
+            run.record_abort_request(now)
         for event in list(self._aborts.values()):
             event.set()
-        self.executor.wait_idle(None if not self._forced.is_set() else 1.0)
+        if self._wait_idle_beating(None):
+            return True
+        for run_id in list(self._aborts):
+            finish(
+                run_id,
+                RunStatus.ABORTED,
+                now=self.clock.now(),
+                error_type="WorkerStopped",
+                error_message="the worker stopped before the run reached a sleep() or check()",
+                expected=[RunStatus.RUNNING],
+            )
+        self.abandoned = True
+        return False
+
+    def _wait_idle_beating(self, seconds: float | None) -> bool:
+        """Wait for the runs to end, beating meanwhile: finishing runs are not lost."""
+        waited = 0.0
+        while seconds is None or waited < seconds:
+            if self._forced.is_set():
+                return self.executor.wait_idle(1.0)
+            if self.executor.wait_idle(0.1):
+                return True
+            waited += 0.1
+            self._beat(self.clock.now())
+        return self.executor.wait_idle(0)
 
     # -- the loop -------------------------------------------------------------------------
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 from typing import Any
 
 from rest_framework import serializers
 
 from django_weft.context import RunContext
+from django_weft.exceptions import RunAborted
 from django_weft.jobs import StateSpec, job
 from django_weft.outcomes import FinishContext, Outcome
 
@@ -116,3 +119,44 @@ class PrivateArgs(serializers.Serializer[Any]):
 def private(ctx: RunContext, label: str, secret: str) -> str:
     """Has an arg and a state only the owner may see: what a guest view must leave out."""
     return label
+
+
+@job("tests.spin", args=SleepArgs)
+def spin(ctx: RunContext, seconds: float) -> None:
+    """Busy for ``seconds`` without ever calling sleep() or check(): ignores aborts."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+@job("tests.returns_a_moment")
+def returns_a_moment(ctx: RunContext) -> object:
+    """Returns something JSON cannot hold."""
+    return ctx.run.created_at
+
+
+@job("tests.swallows_abort", args=SleepArgs)
+def swallows_abort(ctx: RunContext, seconds: float) -> str:
+    """Catches RunAborted and returns normally: it was still aborted."""
+    try:
+        ctx.sleep(seconds)
+    except RunAborted:
+        pass
+    return "carried on"
+
+
+@job("tests.forgets_to_flush", state=StateSpec("tests.output", initial=lambda: {"text": ""}))
+def forgets_to_flush(ctx: RunContext) -> None:
+    """Marks a throttled write twice within the interval and never stops the throttle."""
+    assert ctx.state is not None
+    state = ctx.state
+    lines: list[str] = []
+
+    def write() -> None:
+        text = "".join(lines)
+        state.change(lambda data: data.__setitem__("text", text))
+
+    throttle = ctx.throttle(write, 3600)
+    for line in ("first\n", "last\n"):
+        lines.append(line)
+        throttle.mark()

@@ -267,7 +267,9 @@ def test_checks_sqlite_registered(monkeypatch: pytest.MonkeyPatch) -> None:
         options = {**cast(dict[str, Any], settings.DATABASES["default"]["OPTIONS"])}
         options.pop("transaction_mode")
     monkeypatch.setattr(
-        checks, "settings", SimpleNamespace(DATABASES={"default": {"OPTIONS": options}})
+        checks,
+        "settings",
+        SimpleNamespace(USE_TZ=True, DATABASES={"default": {"OPTIONS": options}}),
     )
     (message,) = only("django_weft.W001")
     assert '"default"' in message.msg
@@ -304,3 +306,11 @@ def test_checks_document_access_invalid(value: object, says: str) -> None:
         (message,) = only("django_weft.E008")
     assert "WEFT_DOCUMENT_ACCESS" in message.msg
     assert says in message.msg
+
+
+@pytest.mark.django_db
+@override_settings(USE_TZ=False)
+def test_checks_use_tz_off() -> None:
+    """E009: USE_TZ = False is an error; moments are stored aware in UTC."""
+    (message,) = only("django_weft.E009")
+    assert "USE_TZ" in message.msg

@@ -65,3 +65,17 @@ def test_finish_lost_spares_workers_that_beat() -> None:
     assert Run.objects.get(pk=theirs.pk).status == RunStatus.LOST
     assert WorkerProcess.objects.get(pk=silent.pk).stopped_at == now
     assert finish_lost(now=now, silent_since=now - timedelta(seconds=30)) == 0
+
+
+def test_finish_lost_takes_runs_of_stopped_or_vanished_workers() -> None:
+    """A running run whose worker row says stopped, or is gone, is finished lost."""
+    now = timezone.now()
+    stopped = WorkerProcess.objects.create(
+        hostname="c", pid=3, started_at=now, last_beat=now, stopped_at=now
+    )
+    job = registry.get("tests.sleep")
+    of_stopped, of_nobody = job.start({"seconds": 1}), job.start({"seconds": 1})
+    Run.objects.filter(pk=of_stopped.pk).update(status=RunStatus.RUNNING, worker=stopped)
+    Run.objects.filter(pk=of_nobody.pk).update(status=RunStatus.RUNNING, worker=None)
+    assert finish_lost(now=now, silent_since=now - timedelta(seconds=30)) == 2
+    assert set(Run.objects.values_list("status", flat=True)) == {RunStatus.LOST}

@@ -86,3 +86,36 @@ def test_runjobs_two_processes_fire_each_slot_once() -> None:
     assert Run.objects.filter(status=RunStatus.DONE).count() == 200
     per_schedule = {s.pk: s.runs.count() for s in Schedule.objects.all()}
     assert set(per_schedule.values()) == {1}
+
+
+def test_runjobs_second_signal_ends_a_run_that_ignores_aborts() -> None:
+    """A run that never sleeps or checks cannot hold a forced stop: it ends aborted, exit 1."""
+    run = start(registry.get("tests.spin"), {"seconds": 300.0})
+    process = runjobs("--shutdown-grace", "600")
+    try:
+        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
+        process.send_signal(signal.SIGTERM)
+        wait_for(lambda: process.printed("stopping"), what="the first signal to be handled")
+        process.send_signal(signal.SIGTERM)
+    finally:
+        output = process.finish()
+    assert process.returncode == 1, output
+    ended = Run.objects.get(pk=run.pk)
+    assert (ended.status, ended.error_type) == (RunStatus.ABORTED, "WorkerStopped")
+
+
+def test_runjobs_keeps_beating_while_runs_finish_after_sigterm() -> None:
+    """During the shutdown grace the worker still beats, so its finishing run is not lost."""
+    run = start(registry.get("tests.spin"), {"seconds": 2.5})
+    fast = {"WEFT_TEST_HEARTBEAT_INTERVAL": "0.2", "WEFT_TEST_LOST_AFTER": "1"}
+    process = runjobs("--shutdown-grace", "30", extra_env=fast)
+    watcher = runjobs("--no-schedules", extra_env=fast)
+    try:
+        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
+        process.send_signal(signal.SIGTERM)
+        output = process.finish()
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        watcher.finish()
+    assert process.returncode == 0, output
+    assert Run.objects.get(pk=run.pk).status == RunStatus.DONE

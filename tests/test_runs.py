@@ -235,3 +235,39 @@ def test_document_concurrent_changes_lose_no_update() -> None:
     document.refresh_from_db()
     assert document.data == {"n": 20}
     assert document.revision == 20
+
+
+def test_run_returning_non_json_fails_with_a_clear_error() -> None:
+    """A result JSON cannot hold fails the run with a message, instead of leaving it running."""
+    run = registry.get("tests.returns_a_moment").start()
+    execute_all()
+    failed = Run.objects.get(pk=run.pk)
+    assert (failed.status, failed.error_type) == (RunStatus.FAILED, "InvalidResult")
+    assert "not JSON" in failed.error_message
+
+
+def test_run_that_swallows_the_abort_is_still_aborted(running_worker: Worker) -> None:
+    """A job that catches RunAborted and returns is finished aborted, on every database."""
+    run = registry.get("tests.swallows_abort").start({"seconds": 600})
+    wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
+    abort(run)
+    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the abort")
+    assert Run.objects.get(pk=run.pk).status == RunStatus.ABORTED
+
+
+def test_run_that_never_checks_finishes_done_despite_an_abort_request() -> None:
+    """An abort is a request: a run that never sleeps or checks completes as done."""
+    run = registry.get("tests.spin").start({"seconds": 0})
+    Run.objects.filter(pk=run.pk).update(abort_requested_at=timezone.now())
+    execute_all()
+    assert Run.objects.get(pk=run.pk).status == RunStatus.DONE
+
+
+def test_run_end_flushes_a_throttle_the_job_did_not_stop() -> None:
+    """A throttled write still pending when the job returns reaches the final state."""
+    run = registry.get("tests.forgets_to_flush").start()
+    execute_all()
+    done = Run.objects.select_related("state").get(pk=run.pk)
+    assert done.status == RunStatus.DONE
+    assert done.state is not None
+    assert done.state.data == {"text": "first\nlast\n"}

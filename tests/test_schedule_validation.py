@@ -388,3 +388,22 @@ def test_schedule_create_unschedulable_strings(
         Schedule.objects.create(name="refused", **fields(**overrides))
     assert_refusal(caught.value, expected)
     assert Schedule.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("grace", timedelta(seconds=-1)),
+        ("catch_up_window", timedelta(0)),
+        ("catch_up_window", timedelta(hours=-1)),
+    ],
+)
+def test_schedule_save_refuses_negative_policy_durations(field: str, value: timedelta) -> None:
+    """A negative grace or a non-positive catch-up window is refused, naming the field."""
+    with pytest.raises(ValidationError) as refused:
+        Schedule.objects.create(
+            name="x", job="tests.noop", every=timedelta(hours=1), **{field: value}
+        )
+    assert field in refused.value.message_dict
+    assert not Schedule.objects.exists()

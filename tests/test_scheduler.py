@@ -925,3 +925,93 @@ def test_stale_instance_save_keeps_what_the_scheduler_wrote(
         fresh.last_run_id,
         utc(2026, 3, 7, 13),
     )
+
+
+def test_catch_up_skip_after_a_long_outage_fires_only_what_is_within_grace(
+    clock: DrivenClock, worker: Worker
+) -> None:
+    """Five hours down for a one-second schedule: the slots within grace run, the rest count."""
+    row = Schedule.objects.create(
+        name="busy", job="tests.noop", every=timedelta(seconds=1), grace=timedelta(seconds=2)
+    )
+    clock.advance(timedelta(0))
+    armed_at = clock.now()
+    worker.close()
+    clock.skip(timedelta(hours=5))
+    later = Worker(clock=clock, executor="django_weft.executors.InlineExecutor")
+    try:
+        clock.advance(timedelta(0))
+    finally:
+        later.close()
+    now = clock.now()
+    assert dues(row) == [now - timedelta(seconds=2), now - timedelta(seconds=1), now]
+    assert stored(row).missed == 10_000, "counted up to the documented cap"
+    assert armed_at < now
+
+
+def test_catch_up_all_after_a_long_outage_makes_up_the_window_only(
+    clock: DrivenClock, worker: Worker
+) -> None:
+    """A long outage with catch_up="all" makes up the slots of its window, newest included."""
+    row = Schedule.objects.create(
+        name="busy",
+        job="tests.noop",
+        every=timedelta(seconds=1),
+        catch_up=CatchUp.ALL,
+        catch_up_window=timedelta(seconds=5),
+        grace=timedelta(0),
+    )
+    clock.advance(timedelta(0))
+    worker.close()
+    clock.skip(timedelta(hours=5))
+    later = Worker(clock=clock, executor="django_weft.executors.InlineExecutor")
+    try:
+        clock.advance(timedelta(0))
+    finally:
+        later.close()
+    now = clock.now()
+    assert dues(row) == [now - timedelta(seconds=s) for s in range(5, -1, -1)]
+
+
+def test_refused_one_off_is_not_started_and_fires_once_allowed(
+    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]]
+) -> None:
+    """A one-off refused by its job's concurrency limit fires later with its own due."""
+    from django_weft.runs import start
+    from example_project.shell.jobs import shell
+
+    clock.advance(timedelta(0))  # the worker registers its process
+    blocker = start(shell, {"command": "long", "lines": 1}, now=clock.now())
+    Run.objects.filter(pk=blocker.pk).update(status=RunStatus.RUNNING, worker=worker.process)
+    due = clock.now() - timedelta(minutes=5)
+    row = Schedule.objects.create(
+        name="once", job="shell.run", args={"command": "ls", "lines": 0}, at=due
+    )
+    clock.advance(timedelta(seconds=1))
+    refused = stored(row)
+    assert (refused.last_status, refused.last_error_type) == (
+        LastStatus.FAILED,
+        "ConcurrencyLimitReached",
+    )
+    assert refused.last_started is None, "a refused start did not start"
+    assert dues(row) == []
+    assert [f["error_type"] for f in failures] == ["ConcurrencyLimitReached"]
+
+    finish(blocker.pk, RunStatus.DONE, now=clock.now())
+    clock.advance(timedelta(minutes=2))
+    assert dues(row) == [due]
+    assert stored(row).last_status == LastStatus.OK
+
+
+def test_unreadable_stored_plan_is_reported_once_and_parked(
+    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]]
+) -> None:
+    """A row whose stored cron no longer reads is reported once and fires nothing."""
+    row = hourly()
+    Schedule.objects.filter(pk=row.pk).update(cron="61 * * * *", armed=False, next_due=None)
+    clock.advance(3 * HOUR)
+    parked = stored(row)
+    assert dues(row) == []
+    assert "61 * * * *" in parked.problem
+    assert len(failures) == 1
+    assert failures[0]["error_type"] == "Unschedulable"

@@ -346,6 +346,15 @@ class Schedule(models.Model):
             errors.setdefault("at", []).append(
                 f"The moment must be timezone-aware, not the naive {self.at.isoformat()}."
             )
+        for name, least in (
+            ("grace", timedelta(0)),
+            ("catch_up_window", timedelta(microseconds=1)),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, timedelta) and value < least:
+                errors.setdefault(name, []).append(
+                    f"Must be {'zero or more' if not least else 'positive'}, not {value}."
+                )
         self._validate_job(errors)
         if errors:
             raise ValidationError(errors)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from datetime import UTC, datetime, timedelta
@@ -190,6 +191,11 @@ class Command(BaseCommand):
         finally:
             if server is not None:
                 server.stop()
+        if worker.abandoned:
+            # Their threads cannot be stopped, and the interpreter would wait for them.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
             # call_command("runjobs", "--once") must not leave SIGINT bound to a dead worker.
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -208,7 +214,13 @@ class Command(BaseCommand):
     def _print_plan(self, since: datetime, period: timedelta) -> None:
         lines = preview(since, period, enabled_schedules())
         since = since.astimezone(UTC)
-        self.stdout.write(f"# fires from {since:%Y-%m-%d %H:%M} UTC for {period}: {len(lines)}")
+        fires = sum(line.fires for line in lines)
+        skipped = sum(line.note == "skipped" for line in lines)
+        header = f"# {fires} fire{'' if fires == 1 else 's'} from {since:%Y-%m-%d %H:%M} UTC"
+        header += f" for {period}"
+        if skipped:
+            header += f" ({skipped} DST-skipped slot{'' if skipped == 1 else 's'} listed)"
+        self.stdout.write(header)
         for line in lines:
             self.stdout.write(line.render())
 
@@ -221,7 +233,11 @@ class Command(BaseCommand):
                 logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
             )
             logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG if verbosity > 1 else logging.INFO)
+        if verbosity > 1:
+            logger.setLevel(logging.DEBUG)
+        elif logger.level == logging.NOTSET:
+            # What the worker decides is worth seeing, unless the project's LOGGING says.
+            logger.setLevel(logging.INFO)
 
     @staticmethod
     def _install_signal_handlers(worker: Worker) -> dict[int, Any]:
