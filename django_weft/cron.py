@@ -13,11 +13,22 @@ Daylight-saving policies:
   ``"shift"`` fires at the first instant after the gap, as Debian's cron does;
   ``"skip"`` drops the slot.
 * ``on_fold`` -- a wall time that happens twice (fall back). ``"first"`` fires
-  at the first occurrence only; ``"both"`` fires at both. A schedule whose hour
-  field starts with ``*`` (``*``, ``*/2``...) always behaves as ``"both"`` so
-  that it keeps its real-time rhythm through the repeated hour.
+  at the first occurrence only; ``"both"`` fires at both.
 
-Slots that land on the same instant fire once.
+A schedule whose hour field is ``*`` or a step (any hour field with a ``/``:
+``*/2``, ``0-23/2``, ``1-23/2``...) means "every so many real hours" and keeps
+that real-time rhythm through both changes, whatever the policies say: through
+a fold it behaves as ``on_fold="both"`` (the repeated hour runs too), and in a
+gap its missing wall times are skipped, as Debian's cron does for wildcard-hour
+jobs (they simply continue on the new time). ``30 * * * *`` in Toronto on a
+spring-forward day fires at 01:30 EST and then 03:30 EDT, one real hour apart.
+
+Slots that land on the same instant fire once. A skipped slot is reported (on
+request) at its would-be instant, unless a real fire has that instant.
+
+croniter's random (``R``) and hashed (``H``) values are refused: ``R`` would be
+drawn again at every evaluation, so the armed slot, the preview and the next
+fire would disagree.
 """
 
 from __future__ import annotations
@@ -103,6 +114,7 @@ class CronPlan:
                 "(minute hour day-of-month month day-of-week)",
                 field="cron",
             )
+        _refuse_random_and_hashed(expression, fields)
         try:
             first = croniter(
                 expression, _REFERENCE_WALL, max_years_between_matches=SEARCH_YEARS
@@ -124,9 +136,12 @@ class CronPlan:
         self.expression = expression
         self.on_gap = on_gap
         self.on_fold = on_fold
-        # An hour field like "*" or "*/2" means "every so many real hours", so the
-        # repeated hour of a fold must run too, whatever on_fold says.
-        self._fold_both = on_fold == "both" or fields[1].startswith("*")
+        # An hour field like "*", "*/2" or "0-23/2" means "every so many real hours":
+        # the repeated hour of a fold runs too and the missing wall times of a gap
+        # are skipped, whatever on_fold and on_gap say.
+        self._real_time_hours = fields[1].startswith("*") or "/" in fields[1]
+        self._fold_both = on_fold == "both" or self._real_time_hours
+        self._gap_skip = on_gap == "skip" or self._real_time_hours
 
     def __repr__(self) -> str:
         return (
@@ -149,8 +164,9 @@ class CronPlan:
     ) -> Iterator[Fire]:
         """Yield every firing Fire with after < due <= until, in due order.
 
-        With ``include_skipped`` the gap slots dropped by on_gap="skip" are
-        reported too (note "skipped"), at their would-be due.
+        With ``include_skipped`` the dropped gap slots (on_gap="skip", or an hour
+        field that is ``*`` or a step) are reported too (note "skipped"), at their
+        would-be due; one whose would-be due is the due of a real fire is not.
         """
         _require_aware(until, "until")
         for fire in self._candidates(after):
@@ -207,7 +223,7 @@ class CronPlan:
         # Gap: for a missing wall time fold=1 reads it with the offset after the
         # transition (an instant before it) and fold=0 with the offset before
         # (an instant after it), so the transition lies in (second, first].
-        if self.on_gap == "skip":
+        if self._gap_skip:
             return [Fire(first, wall, "skipped")]
         return [Fire(self._transition(second, first), wall, "shifted")]
 
@@ -223,6 +239,19 @@ class CronPlan:
             else:
                 low = middle
         return datetime.fromtimestamp(high, UTC)
+
+
+def _refuse_random_and_hashed(expression: str, fields: list[str]) -> None:
+    """Raise CronError(field="cron") if a field uses croniter's R (random) or H (hashed)."""
+    for field in fields:
+        for token in field.split(","):
+            base = token.split("/", 1)[0].upper()  # "H/15" and "H(0-29)/5" are hashed too
+            if base in ("R", "H") or base.startswith(("R(", "H(")):
+                raise CronError(
+                    f'invalid cron "{expression}": random (R) and hashed (H) values are '
+                    "not supported; write the minute or hour out, e.g. 17 instead of H",
+                    field="cron",
+                )
 
 
 def _require_aware(moment: datetime, name: str) -> None:

@@ -6,9 +6,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
 
-from django_weft.cron import CronError
+from django_weft.cron import CronError, zone_from_name
 from django_weft.models import Schedule
 
 _DURATION = re.compile(r"(\d+)([wdhms])")
@@ -44,10 +43,19 @@ class PreviewLine:
     note: str
     mark: str
 
+    @property
+    def fires(self) -> bool:
+        """Whether this line is a fire: not a DST-skipped slot, not an unplannable row."""
+        return self.note not in ("skipped", "error")
+
     def render(self) -> str:
-        local = self.due.astimezone(ZoneInfo(self.zone))
+        try:
+            local = f"{self.due.astimezone(zone_from_name(self.zone)):%Y-%m-%d %H:%M %Z}"
+        except CronError:
+            # A stored row whose zone is unknown (written around save()): show UTC.
+            local = f"{self.due.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
         return (
-            f"{self.due:%Y-%m-%d %H:%M} UTC  {local:%Y-%m-%d %H:%M %Z} ({self.zone})  "
+            f"{self.due:%Y-%m-%d %H:%M} UTC  {local} ({self.zone})  "
             f"{self.schedule}{f'  [{self.mark}]' if self.mark else ''}"
         )
 

@@ -10,6 +10,7 @@ UTC) and springs forward 2026-10-04 02:00 -> 02:30 (10-03 15:30 UTC).
 
 from __future__ import annotations
 
+import itertools
 import pickle
 import time
 from collections.abc import Iterator
@@ -100,6 +101,53 @@ def test_cron_plan_invalid_expression(expression: str) -> None:
     assert caught.value.field == "cron"
     assert f'"{expression}"' in str(caught.value)
     assert "five-field" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "R 9 * * *",
+        "r 9 * * *",
+        "0 R * * *",
+        "R(0-29) 9 * * *",
+        "0 9 * * R",
+        "0 9 * * r(1-5)",
+        "H 9 * * *",
+        "h 9 * * *",
+        "0 H * * *",
+        "H(0-29) 9 * * *",
+        "H/15 * * * *",
+        "0,H 9 * * *",
+        "0 9 h(1-28) * *",
+    ],
+)
+def test_cron_plan_random_and_hashed_refused(expression: str) -> None:
+    """croniter's R (redrawn at every evaluation) and H are refused, naming the expression."""
+    with pytest.raises(CronError) as caught:
+        CronPlan(expression, "UTC")
+    assert caught.value.field == "cron"
+    assert f'"{expression}"' in str(caught.value)
+    assert "random" in str(caught.value)
+    assert "hashed" in str(caught.value)
+    assert "not supported" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("expression", "after", "expected"),
+    [
+        # 2026-03-01 is a Sunday: the first Thursday after it is the 5th.
+        ("0 9 * * thu", utc(2026, 3, 1), utc(2026, 3, 5, 9)),
+        ("0 9 * * THU", utc(2026, 3, 5, 9), utc(2026, 3, 12, 9)),
+        ("0 9 * * mon,thu", utc(2026, 3, 1), utc(2026, 3, 2, 9)),
+        ("0 9 * mar *", utc(2026, 1, 1), utc(2026, 3, 1, 9)),
+        ("0 9 * Mar *", utc(2026, 3, 31, 9), utc(2027, 3, 1, 9)),
+    ],
+)
+def test_cron_plan_names_not_taken_for_random_or_hashed(
+    expression: str, after: datetime, expected: datetime
+) -> None:
+    """Weekday and month names are still accepted by the R/H check (case-insensitive)."""
+    assert CronPlan(expression, "UTC").next_fire(after).due == expected
 
 
 @pytest.mark.parametrize("expression", ["0 0 30 2 *", "0 0 31 4 *", "15 10 31 6,9,11 *"])
@@ -403,7 +451,7 @@ def test_fires_gap_shift_several_walls_fire_once() -> None:
 
 
 def test_fires_hourly_through_gap_fire_once_per_instant() -> None:
-    """Hourly: 02:00 shifts onto 03:00 EDT, which fires once as an ordinary fire."""
+    """Hourly: the missing 02:00 is skipped; 03:00 EDT fires once, as an ordinary fire."""
     plan = CronPlan("0 * * * *", TORONTO)
     fires = list(plan.fires(utc(2026, 3, 8, 5, 30), utc(2026, 3, 8, 8, 30)))
     assert [fire.due for fire in fires] == [
@@ -422,6 +470,197 @@ def test_fires_quarter_hourly_through_gap_keeps_rhythm() -> None:
     assert dues(plan, start, utc(2026, 3, 8, 7, 30)) == [
         start + timedelta(minutes=15 * step) for step in range(1, 5)
     ]
+
+
+@pytest.mark.parametrize("on_gap", GAP_POLICIES)
+@pytest.mark.parametrize(
+    ("zone", "expression", "after", "until", "expected", "walls"),
+    [
+        # Toronto 2026-03-08: 00:30 and 01:30 EST (-5), 02:30 does not exist, 03:30 and
+        # 04:30 EDT (-4): one fire per real hour, none at 07:00 UTC.
+        pytest.param(
+            TORONTO,
+            "30 * * * *",
+            utc(2026, 3, 8, 5),
+            utc(2026, 3, 8, 9),
+            [utc(2026, 3, 8, hour, 30) for hour in (5, 6, 7, 8)],
+            [datetime(2026, 3, 8, hour, 30) for hour in (0, 1, 3, 4)],
+            id="toronto-30",
+        ),
+        # 01:15-01:45 EST are 06:15-06:45 UTC; 03:00-03:45 EDT are 07:00-07:45 UTC.
+        pytest.param(
+            TORONTO,
+            "*/15 * * * *",
+            utc(2026, 3, 8, 6),
+            utc(2026, 3, 8, 7, 45),
+            [utc(2026, 3, 8, 6, m) for m in (15, 30, 45)]
+            + [utc(2026, 3, 8, 7, m) for m in (0, 15, 30, 45)],
+            [datetime(2026, 3, 8, 1, m) for m in (15, 30, 45)]
+            + [datetime(2026, 3, 8, 3, m) for m in (0, 15, 30, 45)],
+            id="toronto-15",
+        ),
+        # Berlin 2026-03-29: 00:30 and 01:30 CET (+1) are 23:30 and 00:30 UTC; 02:30 does
+        # not exist; 03:30 and 04:30 CEST (+2) are 01:30 and 02:30 UTC.
+        pytest.param(
+            BERLIN,
+            "30 * * * *",
+            utc(2026, 3, 28, 23),
+            utc(2026, 3, 29, 3),
+            [utc(2026, 3, 28, 23, 30)] + [utc(2026, 3, 29, hour, 30) for hour in (0, 1, 2)],
+            [datetime(2026, 3, 29, hour, 30) for hour in (0, 1, 3, 4)],
+            id="berlin-30",
+        ),
+        # 01:15-01:45 CET are 00:15-00:45 UTC; 03:00-03:45 CEST are 01:00-01:45 UTC.
+        pytest.param(
+            BERLIN,
+            "*/15 * * * *",
+            utc(2026, 3, 29, 0),
+            utc(2026, 3, 29, 1, 45),
+            [utc(2026, 3, 29, 0, m) for m in (15, 30, 45)]
+            + [utc(2026, 3, 29, 1, m) for m in (0, 15, 30, 45)],
+            [datetime(2026, 3, 29, 1, m) for m in (15, 30, 45)]
+            + [datetime(2026, 3, 29, 3, m) for m in (0, 15, 30, 45)],
+            id="berlin-15",
+        ),
+        # Lord Howe 2026-10-04: 00:30 and 01:30 +10:30 are 14:00 and 15:00 UTC on the 3rd;
+        # 02:00-02:29 do not exist, so 02:30 +11 (15:30 UTC) is a real wall time, then
+        # 03:30 +11 (16:30 UTC).
+        pytest.param(
+            LORD_HOWE,
+            "30 * * * *",
+            utc(2026, 10, 3, 13, 45),
+            utc(2026, 10, 3, 16, 45),
+            [
+                utc(2026, 10, 3, 14),
+                utc(2026, 10, 3, 15),
+                utc(2026, 10, 3, 15, 30),
+                utc(2026, 10, 3, 16, 30),
+            ],
+            [datetime(2026, 10, 4, hour, 30) for hour in (0, 1, 2, 3)],
+            id="lord_howe-30",
+        ),
+        # 01:30 and 01:45 +10:30 are 15:00 and 15:15 UTC; 02:00 and 02:15 do not exist;
+        # 02:30, 02:45 and 03:00 +11 are 15:30, 15:45 and 16:00 UTC.
+        pytest.param(
+            LORD_HOWE,
+            "*/15 * * * *",
+            utc(2026, 10, 3, 14, 50),
+            utc(2026, 10, 3, 16),
+            [utc(2026, 10, 3, 15, m) for m in (0, 15, 30, 45)] + [utc(2026, 10, 3, 16)],
+            [datetime(2026, 10, 4, 1, m) for m in (30, 45)]
+            + [datetime(2026, 10, 4, 2, m) for m in (30, 45)]
+            + [datetime(2026, 10, 4, 3, 0)],
+            id="lord_howe-15",
+        ),
+    ],
+)
+def test_fires_real_time_hours_through_gap_skip_missing_walls(
+    zone: str,
+    expression: str,
+    after: datetime,
+    until: datetime,
+    expected: list[datetime],
+    walls: list[datetime],
+    on_gap: str,
+) -> None:
+    """An hour field * skips the wall times of a gap whatever on_gap says: no shifted fire."""
+    plan = CronPlan(expression, zone, on_gap=on_gap)
+    fires = list(plan.fires(after, until))
+    assert [fire.due for fire in fires] == expected
+    assert [fire.wall for fire in fires] == walls
+    assert all(fire.note == "" for fire in fires)
+    for due, following in itertools.pairwise([after, *expected]):
+        assert plan.next_fire(due).due == following
+    # Every skipped wall's would-be instant is a real fire here, so none is reported.
+    assert list(plan.fires(after, until, include_skipped=True)) == fires
+
+
+@pytest.mark.parametrize("on_gap", GAP_POLICIES)
+@pytest.mark.parametrize(
+    ("zone", "expression", "after", "until", "before_gap", "skipped", "after_gap"),
+    [
+        # Lord Howe: 01:00 +10:30 is 14:30 UTC; 02:00 does not exist (read as +10:30 it
+        # would be 15:30 UTC); 03:00 +11 is 16:00 UTC.
+        pytest.param(
+            LORD_HOWE,
+            "0 * * * *",
+            utc(2026, 10, 3, 14),
+            utc(2026, 10, 3, 16),
+            Fire(utc(2026, 10, 3, 14, 30), datetime(2026, 10, 4, 1)),
+            Fire(utc(2026, 10, 3, 15, 30), datetime(2026, 10, 4, 2), "skipped"),
+            Fire(utc(2026, 10, 3, 16), datetime(2026, 10, 4, 3)),
+            id="lord_howe-hourly",
+        ),
+        # Toronto, every two hours: 00:00 EST is 05:00 UTC; 02:00 does not exist (read
+        # as EST it would be 07:00 UTC, when 03:00 EDT does not match); 04:00 EDT is 08:00.
+        pytest.param(
+            TORONTO,
+            "0 */2 * * *",
+            utc(2026, 3, 8, 4),
+            utc(2026, 3, 8, 8),
+            Fire(utc(2026, 3, 8, 5), datetime(2026, 3, 8, 0)),
+            Fire(utc(2026, 3, 8, 7), datetime(2026, 3, 8, 2), "skipped"),
+            Fire(utc(2026, 3, 8, 8), datetime(2026, 3, 8, 4)),
+            id="toronto-star-step",
+        ),
+        # A step that does not start with * is a step too.
+        pytest.param(
+            TORONTO,
+            "0 0-23/2 * * *",
+            utc(2026, 3, 8, 4),
+            utc(2026, 3, 8, 8),
+            Fire(utc(2026, 3, 8, 5), datetime(2026, 3, 8, 0)),
+            Fire(utc(2026, 3, 8, 7), datetime(2026, 3, 8, 2), "skipped"),
+            Fire(utc(2026, 3, 8, 8), datetime(2026, 3, 8, 4)),
+            id="toronto-range-step",
+        ),
+        # Berlin, every two hours: 00:00 CET is 23:00 UTC the day before; 02:00 does not
+        # exist (read as CET it would be 01:00 UTC, when 03:00 CEST does not match);
+        # 04:00 CEST is 02:00 UTC.
+        pytest.param(
+            BERLIN,
+            "0 */2 * * *",
+            utc(2026, 3, 28, 22),
+            utc(2026, 3, 29, 2),
+            Fire(utc(2026, 3, 28, 23), datetime(2026, 3, 29, 0)),
+            Fire(utc(2026, 3, 29, 1), datetime(2026, 3, 29, 2), "skipped"),
+            Fire(utc(2026, 3, 29, 2), datetime(2026, 3, 29, 4)),
+            id="berlin-star-step",
+        ),
+    ],
+)
+def test_fires_real_time_hours_gap_wall_skipped_and_reported(
+    zone: str,
+    expression: str,
+    after: datetime,
+    until: datetime,
+    before_gap: Fire,
+    skipped: Fire,
+    after_gap: Fire,
+    on_gap: str,
+) -> None:
+    """A gap wall of an hour field * or step is skipped; reported if no fire has its instant."""
+    plan = CronPlan(expression, zone, on_gap=on_gap)
+    fires = list(plan.fires(after, until))
+    assert fires == [before_gap, after_gap]
+    assert plan.next_fire(before_gap.due) == after_gap
+    reported = list(plan.fires(after, until, include_skipped=True))
+    assert [fire for fire in reported if fire.note == "skipped"] == [skipped]
+    assert [fire for fire in reported if fire.note != "skipped"] == fires
+
+
+def test_fires_hour_list_gap_follows_on_gap() -> None:
+    """A written-out hour list (no * or step) still follows on_gap in a gap."""
+    after, until = utc(2026, 3, 8, 6), utc(2026, 3, 8, 8)
+    shift = CronPlan("30 0-23 * * *", TORONTO)
+    assert notes(shift, after, until) == ["", "shifted", ""]
+    assert dues(shift, after, until) == [
+        utc(2026, 3, 8, 6, 30),
+        utc(2026, 3, 8, 7),
+        utc(2026, 3, 8, 7, 30),
+    ]
+    skip = CronPlan("30 0-23 * * *", TORONTO, on_gap="skip")
+    assert dues(skip, after, until) == [utc(2026, 3, 8, 6, 30), utc(2026, 3, 8, 7, 30)]
 
 
 def test_fires_quarter_hourly_gap_skip_include_skipped() -> None:
@@ -573,8 +812,17 @@ def test_fires_quarter_hourly_through_fold_in_due_order() -> None:
     )
 
 
+def test_fires_range_step_hours_through_fold_every_real_hour() -> None:
+    """An hour step that does not start with * (1-23/2) also runs the repeated 01:00."""
+    plan = CronPlan("0 1-23/2 * * *", TORONTO)
+    # 01:00 EDT is 05:00 UTC, the repeated 01:00 EST 06:00 UTC, 03:00 EST 08:00 UTC.
+    fires = list(plan.fires(utc(2026, 11, 1, 4), utc(2026, 11, 1, 8)))
+    assert [fire.due for fire in fires] == [utc(2026, 11, 1, hour) for hour in (5, 6, 8)]
+    assert [fire.note for fire in fires] == ["", "repeated", ""]
+
+
 def test_fires_fixed_hour_list_through_fold_first() -> None:
-    """An hour list (not starting with *) follows on_fold="first": no repeated fire."""
+    """An hour list (no * or step) follows on_fold="first": no repeated fire."""
     plan = CronPlan("0 0-3 * * *", TORONTO)
     assert dues(plan, utc(2026, 11, 1, 3, 30), utc(2026, 11, 1, 8, 30)) == [
         utc(2026, 11, 1, hour) for hour in (4, 5, 7, 8)

@@ -207,6 +207,18 @@ def test_preview_hourly_cron_through_gap() -> None:
 
 
 @pytest.mark.django_db
+def test_preview_step_hour_cron_through_gap_skips() -> None:
+    """An hour step skips the missing wall time whatever on_gap says; the slot is marked skipped."""
+    row = schedule("two-hourly", cron="30 */2 * * *", timezone=TORONTO, on_gap="shift")
+    lines = preview(utc(2026, 3, 8, 5), timedelta(hours=4), [row])
+    # 00:30 EST = 05:30 UTC; 02:30 does not exist (07:30 UTC read as EST); 04:30 EDT = 08:30.
+    assert dues(lines) == [utc(2026, 3, 8, 5, 30), utc(2026, 3, 8, 7, 30), utc(2026, 3, 8, 8, 30)]
+    assert [line.note for line in lines] == ["", "skipped", ""]
+    assert [line.fires for line in lines] == [True, False, True]
+    assert "02:30 does not exist, skipped" in lines[1].mark
+
+
+@pytest.mark.django_db
 def test_preview_interval_unarmed() -> None:
     """An interval row not yet armed is shown from one interval after the start of the preview."""
     row = schedule("every", every=timedelta(hours=20))
@@ -370,7 +382,7 @@ def test_runjobs_plan_mixed_schedules() -> None:
     schedule("late", at=utc(2026, 3, 6, 23))
     schedule("off", every=timedelta(minutes=1), enabled=False)
     header, *lines = plan("5h", "--since", "2026-03-07T00:00:00Z")
-    assert header.endswith(": 8")
+    assert header == "# 8 fires from 2026-03-07 00:00 UTC for 5:00:00"
     names = [line.split("  ")[2] for line in lines]
     assert names == ["late", "hourly", "hourly", "every", "hourly", "hourly", "every", "hourly"]
     assert lines[0].startswith("2026-03-07 00:00 UTC")
@@ -439,5 +451,54 @@ def test_runjobs_plan_no_schedules() -> None:
     """With no enabled schedule, --plan prints only its header with a count of zero."""
     schedule("off", every=timedelta(minutes=1), enabled=False)
     assert plan("1d", "--since", "2026-03-07T00:00Z") == [
-        "# fires from 2026-03-07 00:00 UTC for 1 day, 0:00:00: 0"
+        "# 0 fires from 2026-03-07 00:00 UTC for 1 day, 0:00:00"
+    ]
+
+
+@pytest.mark.django_db
+def test_runjobs_plan_header_counts_fires_and_skipped_slots_apart() -> None:
+    """The header counts the fires, and apart from them the DST-skipped slots it lists."""
+    schedule("nightly", cron="30 2 * * *", timezone=TORONTO)
+    schedule("nightly (skip gap)", cron="30 2 * * *", timezone=TORONTO, on_gap="skip")
+    header, *lines = plan("3d", "--since", "2026-03-07T00:00Z")
+    # 3 fires of nightly (the 8th shifted), 2 of the skip row, and its skipped 02:30 on the 8th.
+    assert len(lines) == 6
+    assert sum("skipped" in line for line in lines) == 1
+    assert header == (
+        "# 5 fires from 2026-03-07 00:00 UTC for 3 days, 0:00:00 (1 DST-skipped slot listed)"
+    )
+
+
+@pytest.mark.django_db
+def test_runjobs_plan_header_one_fire_several_skipped_slots() -> None:
+    """One fire is "1 fire"; several skipped slots are counted in the plural."""
+    # 02:00 and 02:30 do not exist in Toronto on the 8th: both are listed, neither fires.
+    schedule("gap", cron="0,30 2 * * *", timezone=TORONTO, on_gap="skip")
+    schedule("every", every=timedelta(hours=20))
+    header, *lines = plan("1d", "--since", "2026-03-08T00:00Z")
+    assert [line[:20] for line in lines] == [
+        "2026-03-08 07:00 UTC",
+        "2026-03-08 07:30 UTC",
+        "2026-03-08 20:00 UTC",
+    ]
+    assert header == (
+        "# 1 fire from 2026-03-08 00:00 UTC for 1 day, 0:00:00 (2 DST-skipped slots listed)"
+    )
+
+
+@pytest.mark.django_db
+def test_runjobs_plan_unknown_stored_zone() -> None:
+    """A stored row whose zone became unknown is printed in UTC with its raw zone, no crash."""
+    cron = schedule("broken", cron="0 7 * * *", timezone=TORONTO)
+    every = schedule("shown in mars", every=timedelta(hours=12), timezone=TORONTO)
+    Schedule.objects.filter(pk__in=[cron.pk, every.pk]).update(timezone="Mars/Olympus")
+    header, *lines = plan("1d", "--since", "2026-03-07T00:00Z")
+    # The unplannable row is listed but does not fire.
+    assert header == "# 2 fires from 2026-03-07 00:00 UTC for 1 day, 0:00:00"
+    assert lines == [
+        "2026-03-07 00:00 UTC  2026-03-07 00:00 UTC (Mars/Olympus)  broken  "
+        '[cannot be planned: unknown time zone "Mars/Olympus"; '
+        'use an IANA name such as "Europe/Berlin"]',
+        "2026-03-07 12:00 UTC  2026-03-07 12:00 UTC (Mars/Olympus)  shown in mars",
+        "2026-03-08 00:00 UTC  2026-03-08 00:00 UTC (Mars/Olympus)  shown in mars",
     ]

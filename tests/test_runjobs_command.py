@@ -126,7 +126,7 @@ def test_runjobs_plan_keywords() -> None:
     Schedule.objects.create(name="every", job="tests.noop", every=timedelta(hours=6))
     by_keyword = runjobs(plan="1d", since="2026-03-07T00:00Z")
     assert by_keyword == runjobs("--plan", "1d", "--since", "2026-03-07T00:00Z")
-    assert by_keyword.splitlines()[0] == "# fires from 2026-03-07 00:00 UTC for 1 day, 0:00:00: 4"
+    assert by_keyword.splitlines()[0] == "# 4 fires from 2026-03-07 00:00 UTC for 1 day, 0:00:00"
 
 
 # --- --once --------------------------------------------------------------------------------

@@ -191,14 +191,14 @@ class Command(BaseCommand):
         finally:
             if server is not None:
                 server.stop()
+            # call_command("runjobs", "--once") must not leave SIGINT bound to a dead worker.
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
         if worker.abandoned:
             # Their threads cannot be stopped, and the interpreter would wait for them.
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(1)
-            # call_command("runjobs", "--once") must not leave SIGINT bound to a dead worker.
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
 
     @staticmethod
     def _convert_keywords(options: dict[str, Any]) -> None:
