@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from django.db import connections
+from django.db import close_old_connections
 
 from django_weft.conf import weft_settings
 from django_weft.loading import import_setting
@@ -86,8 +86,8 @@ class ThreadExecutor(Executor):
             # A future nobody reads would swallow it; say it where operators look.
             logger.exception("a task of the run executor failed")
         finally:
-            # Each pool thread has its own connections; a finished task gives them back.
-            connections.close_all()
+            # Each pool thread has its own connections: kept as CONN_MAX_AGE says.
+            close_old_connections()
 
     def _done(self, future: Future[None]) -> None:
         with self._idle:

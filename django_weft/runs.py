@@ -7,6 +7,7 @@ Between them the run executes outside any transaction in a worker (see
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections.abc import Iterable, Mapping
@@ -130,8 +131,10 @@ def _start(
         queue=job.queue,
         created_at=now or timezone.now(),
     )
+    # Only a keyed start can lose an insert race it must survive (by returning the
+    # winner), so only it pays for a savepoint; a schedule's fire has its own.
     try:
-        with transaction.atomic():
+        with transaction.atomic() if key is not None else contextlib.nullcontext():
             if job.state is not None:
                 run.state = Document.objects.create(
                     key=f"run:{run.id}",
@@ -217,7 +220,11 @@ def finish(
     """
     with transaction.atomic():
         won = Run.objects.filter(pk=run_id, status__in=list(expected)).update(
-            status=status, finished_at=now
+            status=status,
+            finished_at=now,
+            result=result,
+            error_type=error_type,
+            error_message=error_message,
         )
         if not won:
             return None
@@ -247,9 +254,8 @@ def finish(
                     )
                 else:
                     error_message = f"{error_message}; {failure}" if error_message else failure
-        run.status, run.result = status, result
-        run.error_type, run.error_message = error_type, error_message
-        run.save(update_fields=["status", "result", "error_type", "error_message"])
+                run.status, run.error_type, run.error_message = status, error_type, error_message
+                run.save(update_fields=["status", "error_type", "error_message"])
         if run.schedule_id is not None:
             _record_on_schedule(run, now)
         live.run_changed(run.pk)

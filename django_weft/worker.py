@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from functools import partial
 
-from django.db import close_old_connections
+from django.db import connections
 
 from django_weft.clocks import Clock, load_clock
 from django_weft.conf import weft_settings
@@ -194,7 +194,7 @@ class Worker:
 
     def _loop(self, *, once: bool) -> None:
         while not self._stopping.is_set():
-            close_old_connections()
+            _drop_broken_connections()
             if self.tick():
                 continue
             if self.clock.waits_for_runs and not self.executor.wait_idle(0):
@@ -271,3 +271,16 @@ class Worker:
         )
         if upcoming is not None:
             logger.info("next fire: %s at %s", upcoming.name, upcoming.next_due)
+
+
+def _drop_broken_connections() -> None:
+    """Reconnect after a database error, but keep a healthy connection for ever.
+
+    The worker is one long request: ``close_old_connections()`` would honour
+    ``CONN_MAX_AGE = 0`` and reconnect at every step of the loop.
+    """
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and connection.errors_occurred:
+            if not connection.is_usable():
+                connection.close()
+            connection.errors_occurred = False

@@ -51,6 +51,7 @@ def runjobs(*flags: str, extra_env: dict[str, str] | None = None) -> Runjobs:
         "WEFT_TEST_DATABASE_NAME": str(connection.settings_dict["NAME"]),
         "PYTHONPATH": str(ROOT),
         "PYTHONUNBUFFERED": "1",
+        "WEFT_TEST_LOG_LEVEL": "INFO",
         **(extra_env or {}),
     }
     return Runjobs(

@@ -114,5 +114,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"django_weft": {"handlers": ["console"], "level": "WARNING"}},
+    # runjobs subprocesses log at INFO: tests read what the worker says.
+    "loggers": {
+        "django_weft": {
+            "handlers": ["console"],
+            "level": os.environ.get("WEFT_TEST_LOG_LEVEL", "WARNING"),
+        }
+    },
 }

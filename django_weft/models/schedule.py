@@ -85,7 +85,9 @@ class ScheduleQuerySet(models.QuerySet["Schedule"]):
 
     def unarmed(self) -> ScheduleQuerySet:
         """Rows that are new, re-enabled or whose plan was edited: armed from now."""
-        return self.filter(enabled=True, armed=False)
+        # Ordered by pk so the partial index serves it, not the default order by name
+        # (which made SQLite walk the whole table).
+        return self.filter(enabled=True, armed=False).order_by("pk")
 
     def enable(self) -> int:
         """Switch rows on; like a row switched on in a form, each is armed from now."""
