@@ -14,6 +14,7 @@ import json
 import uuid
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth.models import AnonymousUser
@@ -64,9 +65,24 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     frames = {"start": StartFrame, "abort": AbortFrame, "subscribe": SubscribeFrame}
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Forward layer events straight away.
+
+        channels' dispatch first closes stale database connections through the one
+        sync thread, per message and per socket; these handlers never touch the
+        database, and with many sockets that hop was most of the fan-out time.
+        """
+        if message["type"].startswith("weft."):
+            await getattr(self, get_handler_name(message))(message)
+            return
+        await super().dispatch(message)
+
     async def connect(self) -> None:
         user: Any = self.scope.get("user") or AnonymousUser()
         if not user.is_authenticated and not weft_settings.LIVE_ALLOW_ANONYMOUS:
+            # Accept, then close: a refused handshake reaches a browser as a bare
+            # failure, a close code says why.
+            await self.accept()
             await self.close(code=4403)
             return
         live.set_home_loop(asyncio.get_running_loop())
@@ -199,14 +215,21 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         return operator, access.may_start_runs(self.user)
 
     def _view(self, run: Run) -> dict[str, Any]:
-        full, guest = live.views_of(run)
-        return full if access.sees_run_in_full(self.user, run) else guest
+        return self._views([run])[0]
+
+    def _views(self, runs: list[Run]) -> list[dict[str, Any]]:
+        """Each run in the view this user gets; one serializer pass per kind of view."""
+        full = [run for run in runs if access.sees_run_in_full(self.user, run)]
+        guest = [run for run in runs if not access.sees_run_in_full(self.user, run)]
+        views = {view["id"]: view for view in [*live.full_views(full), *live.guest_views(guest)]}
+        return [views[str(run.pk)] for run in runs]
 
     def _snapshot(self) -> list[dict[str, Any]]:
         visible = Run.objects.select_related("owner", "state", "schedule")
         runs = list(visible.filter(status__in=UNFINISHED))
-        runs += list(visible.exclude(status__in=UNFINISHED)[: weft_settings.LIVE_RECENT_RUNS])
-        return [self._view(run) for run in runs]
+        recent = visible.exclude(status__in=UNFINISHED).order_by("-finished_at")
+        runs += list(recent[: weft_settings.LIVE_RECENT_RUNS])
+        return self._views(runs)
 
     def _start(self, frame: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -234,13 +257,20 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             refused = access.refusal(f"abort run {run_id}", access.CHANGE_RUN, or_owner=True)
             raise FrameError("forbidden", refused)
         if not abort(run):
-            raise FrameError("finished", f"run {run_id} has already finished ({run.status})")
+            run.refresh_from_db(fields=["status"])
+            if run.is_finished:
+                raise FrameError("finished", f"run {run_id} has already finished ({run.status})")
+            # Asked before and not finished yet: the request stands, as the API says.
 
     def _documents(self, keys: list[str]) -> list[dict[str, Any]]:
         refused = [key for key in keys if not live.may_watch_document(self.user, key)]
         if refused:
             raise FrameError("forbidden", f"you may not watch: {', '.join(refused)}")
+        stored = {d.key: d for d in Document.objects.filter(key__in=keys)}
+        # A document nobody wrote yet is announced empty (revision null, data null).
         return [
-            {"key": d.key, "revision": d.revision, "data": d.data}
-            for d in Document.objects.filter(key__in=keys)
+            {"key": key, "revision": d.revision, "data": d.data}
+            if (d := stored.get(key)) is not None
+            else {"key": key, "revision": None, "data": None}
+            for key in dict.fromkeys(keys)
         ]

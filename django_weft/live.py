@@ -89,14 +89,25 @@ def may_watch_document(user: Any, key: str) -> bool:
 
 def views_of(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
     """The full and the guest view of a run, as plain JSON-ready dicts."""
-    from django_weft.api.serializers import RunGuestSerializer, RunOwnerSerializer
-
-    return _plain(RunOwnerSerializer(run).data), _plain(RunGuestSerializer(run).data)
+    return full_views([run])[0], guest_views([run])[0]
 
 
-def _plain(data: Any) -> dict[str, Any]:
-    plain: dict[str, Any] = json.loads(json.dumps(data, cls=DjangoJSONEncoder))
-    return plain
+def full_views(runs: list[Run]) -> list[dict[str, Any]]:
+    from django_weft.api.serializers import RunOwnerSerializer
+
+    views: list[dict[str, Any]] = _plain(RunOwnerSerializer(runs, many=True).data)
+    return views
+
+
+def guest_views(runs: list[Run]) -> list[dict[str, Any]]:
+    from django_weft.api.serializers import RunGuestSerializer
+
+    views: list[dict[str, Any]] = _plain(RunGuestSerializer(runs, many=True).data)
+    return views
+
+
+def _plain(data: Any) -> Any:
+    return json.loads(json.dumps(data, cls=DjangoJSONEncoder))
 
 
 def _listening_layer() -> BaseChannelLayer | None:
@@ -167,8 +178,8 @@ def _send(messages: list[Message]) -> None:
 
 
 async def _send_all(layer: BaseChannelLayer, messages: list[Message]) -> None:
-    for group, message in messages:
-        await layer.group_send(group, message)
+    # Side by side: an empty operators group must not hold up the guests' send.
+    await asyncio.gather(*(layer.group_send(group, message) for group, message in messages))
 
 
 def _log_failure(future: Any) -> None:

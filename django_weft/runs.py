@@ -285,9 +285,9 @@ def _record_on_schedule(run: Run, now: datetime) -> None:
     due = schedule.buffered_due
     assert due is not None
     Schedule.objects.filter(pk=schedule.pk).update(buffered_due=None)
-    if not schedule.enabled:
-        return
     try:
+        if not schedule.enabled:
+            raise StartRefused("the schedule was disabled while the fire waited")
         job = registry.get(schedule.job)
         start_for_schedule(schedule, job, job.validate_args(schedule.args), due=due, now=now)
     except (UnknownJob, InvalidArgs, StartRefused, IntegrityError) as error:

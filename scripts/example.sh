@@ -14,9 +14,9 @@ PORT="${PORT:-8000}"
 cat <<EOT
 
   django-weft example: one process runs the worker, the pages and the live sockets.
-    Shell:   http://127.0.0.1:$PORT/shell/   (owner: admin/admin, guest: guest/guest)
+    Shell:   http://127.0.0.1:$PORT/shell/   (owner/owner runs commands, guest/guest watches)
     Content: http://127.0.0.1:$PORT/
-    Admin:   http://127.0.0.1:$PORT/admin/
+    Admin:   http://127.0.0.1:$PORT/admin/   (admin/admin)
     Preview the next week of fires:  $PY manage.py runjobs --plan 7d
   Ctrl-C stops it.
 

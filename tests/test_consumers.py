@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -134,8 +135,10 @@ async def test_consumer_anonymous_gets_nothing_unless_allowed() -> None:
     """A signed-out visitor is refused; with WEFT_LIVE_ALLOW_ANONYMOUS it watches as a guest."""
     communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
     communicator.scope["user"] = AnonymousUser()
-    connected, code = await communicator.connect(timeout=5)
-    assert (connected, code) == (False, 4403)
+    connected, _ = await communicator.connect(timeout=5)
+    assert connected, "accepted, so that the close code reaches a browser"
+    closed = await communicator.receive_output(timeout=5)
+    assert closed == {"type": "websocket.close", "code": 4403}
     with override_settings(WEFT_LIVE_ALLOW_ANONYMOUS=True):
         socket = await connect(AnonymousUser())
         assert (socket.snapshot["user"], socket.snapshot["can_start"]) == (None, False)
@@ -417,3 +420,65 @@ async def test_consumer_documents_snapshot_and_changes(
 
         await socket.send({"type": "subscribe", "documents": [f"run:{'0' * 32}"]})
         assert (await socket.next())["code"] == "forbidden", "run state never comes on its own"
+
+
+async def test_consumer_abort_asked_twice_is_acknowledged_twice(
+    owner: Any, sockets: list[Socket]
+) -> None:
+    """A second abort of a running run that was asked to stop is acknowledged, not refused."""
+    socket = await open_socket(sockets, owner)
+    from example_project.shell.jobs import shell
+
+    run = await sync_to_async(shell.start)({"command": "x", "lines": 5}, owner=owner)
+    await sync_to_async(Run.objects.filter(pk=run.pk).update)(status=RunStatus.RUNNING)
+    for request_id in ("a1", "a2"):
+        await socket.send({"type": "abort", "run": str(run.pk), "request_id": request_id})
+        reply = await socket.until(lambda f: f["type"] in ("abort_requested", "error"))
+        assert reply == {"type": "abort_requested", "request_id": request_id, "run": str(run.pk)}
+
+
+async def test_consumer_subscribe_to_a_document_not_written_yet(
+    guest: Any, sockets: list[Socket]
+) -> None:
+    """A document that does not exist yet is announced empty, then arrives when written."""
+    socket = await open_socket(sockets, guest)
+    with override_settings(WEFT_DOCUMENT_ACCESS="tests.live_access.shell_documents"):
+        await socket.send({"type": "subscribe", "documents": ["shell:later"]})
+        empty = await socket.next()
+        assert empty == {
+            "type": "document",
+            "document": {"key": "shell:later", "revision": None, "data": None},
+        }
+        document = await sync_to_async(open_document)(
+            "shell:later", schema="s", initial=lambda: {"n": 0}
+        )
+        await sync_to_async(change_document)(document, lambda data: data.__setitem__("n", 1))
+        changed = await socket.next()
+        assert changed["document"] == {"key": "shell:later", "revision": 1, "data": {"n": 1}}
+
+
+async def test_consumer_snapshot_lists_recently_finished_runs_in_the_right_view(
+    owner: Any, guest: Any, sockets: list[Socket]
+) -> None:
+    """The snapshot holds unfinished runs and the latest finished ones, each in this user's view."""
+    from django.utils import timezone
+
+    from example_project.shell.jobs import shell
+
+    def prepare() -> list[str]:
+        ids = []
+        for n in range(3):
+            run = shell.start({"command": f"c{n}", "lines": 0}, owner=owner if n != 1 else None)
+            Run.objects.filter(pk=run.pk).update(
+                status=RunStatus.DONE, finished_at=timezone.now() + timedelta(minutes=3 - n)
+            )
+            ids.append(str(run.pk))
+        return ids
+
+    ids = await sync_to_async(prepare)()
+    with override_settings(WEFT_LIVE_RECENT_RUNS=2):
+        mine = await open_socket(sockets, owner)
+    runs = mine.snapshot["runs"]
+    assert [run["id"] for run in runs] == [ids[0], ids[1]], "the two finished last"
+    assert "state" in runs[0], "the owner's own run in full"
+    assert "state" not in runs[1], "someone else's run as a guest"

@@ -18,10 +18,17 @@ export function connectLive({ documents = [], onChange, onError }) {
         for (const run of frame.runs) state.runs.set(run.id, run);
         break;
       case "run":
-      case "started":
-        state.runs.set(frame.run.id, { ...state.runs.get(frame.run.id), ...frame.run });
+      case "started": {
+        const known = state.runs.get(frame.run.id);
+        const run = { ...known, ...frame.run };
+        if (known?.state && (frame.run.state_revision ?? -1) < (known.state_revision ?? -1)) {
+          // A state frame already brought newer output than this run frame carries.
+          Object.assign(run, { state: known.state, state_revision: known.state_revision });
+        }
+        state.runs.set(frame.run.id, run);
         if (frame.type === "started") pending.delete(frame.request_id);
         break;
+      }
       case "state": {
         const run = state.runs.get(frame.run);
         if (run && (run.state_revision ?? -1) < frame.revision) {
@@ -30,7 +37,7 @@ export function connectLive({ documents = [], onChange, onError }) {
         break;
       }
       case "document":
-        state.documents.set(frame.document.key, frame.document);
+        if (frame.document.revision !== null) state.documents.set(frame.document.key, frame.document);
         break;
       case "error":
         if (frame.request_id) pending.delete(frame.request_id);
