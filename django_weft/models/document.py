@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import models
 
 
@@ -24,12 +22,3 @@ class Document(models.Model):
 
     def __str__(self) -> str:
         return self.key
-
-    def as_message(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "schema": self.schema,
-            "version": self.version,
-            "revision": self.revision,
-            "data": self.data,
-        }

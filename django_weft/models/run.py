@@ -47,9 +47,6 @@ class RunQuerySet(models.QuerySet["Run"]):
             claimable = claimable.filter(queue__in=list(queues))
         return claimable.order_by("created_at")
 
-    def abort_requested(self) -> RunQuerySet:
-        return self.filter(abort_requested_at__isnull=False)
-
 
 class Run(models.Model):
     """One run of a job: started, then executed by a worker, then finished with an outcome."""

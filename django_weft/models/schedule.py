@@ -379,10 +379,6 @@ class Schedule(models.Model):
 
     # -- timing -------------------------------------------------------------------------
 
-    @property
-    def plan_kind(self) -> str:
-        return "cron" if self.cron else "every" if self.every is not None else "at"
-
     def describe_plan(self) -> str:
         if self.cron:
             return f"cron {self.cron} ({self.timezone})"
