@@ -1015,3 +1015,36 @@ def test_unreadable_stored_plan_is_reported_once_and_parked(
     assert "61 * * * *" in parked.problem
     assert len(failures) == 1
     assert failures[0]["error_type"] == "Unschedulable"
+
+
+def test_live_edit_by_bulk_update_rearms_from_now(clock: DrivenClock, worker: Worker) -> None:
+    """A plan changed by QuerySet.update() (no save()) is re-armed from now, as in a form."""
+    row = digest()
+    clock.advance(timedelta(0))
+    assert stored(row).next_due == utc(2026, 3, 7, 12)
+    Schedule.objects.filter(pk=row.pk).update(cron="0 8 * * *")
+    assert (stored(row).armed, stored(row).next_due) == (False, None)
+    clock.advance(timedelta(days=1))
+    assert dues(row) == [utc(2026, 3, 7, 13)], "08:00 Toronto; the old 07:00 slot did not fire"
+
+
+def test_live_edit_by_bulk_update_reenabled_rearms_from_now(
+    clock: DrivenClock, worker: Worker
+) -> None:
+    """A row switched back on by QuerySet.update() fires nothing for the slots it was off."""
+    row = hourly()
+    clock.advance(timedelta(0))
+    Schedule.objects.filter(pk=row.pk).update(enabled=False)
+    clock.advance(3 * HOUR + 30 * MINUTE)
+    Schedule.objects.filter(pk=row.pk).update(enabled=True)
+    clock.advance(HOUR)
+    assert dues(row) == [utc(2026, 3, 7, 15)]
+    assert stored(row).missed == 0
+
+
+def test_scheduler_own_updates_do_not_rearm(clock: DrivenClock, worker: Worker) -> None:
+    """Firing and recording runs (updates of other columns) leave the row armed."""
+    row = hourly()
+    clock.advance(2 * HOUR)
+    assert dues(row) == [utc(2026, 3, 7, 12), utc(2026, 3, 7, 13)]
+    assert (stored(row).armed, stored(row).next_due) == (True, utc(2026, 3, 7, 14))
