@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
@@ -21,6 +21,7 @@ from django.contrib.auth.models import AnonymousUser
 from rest_framework import serializers
 
 from django_weft import access, live
+from django_weft.api.serializers import RunViewSerializer
 from django_weft.conf import weft_settings
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
@@ -218,11 +219,11 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         return self._views([run])[0]
 
     def _views(self, runs: list[Run]) -> list[dict[str, Any]]:
-        """Each run in the view this user gets; one serializer pass per kind of view."""
-        full = [run for run in runs if access.sees_run_in_full(self.user, run)]
-        guest = [run for run in runs if not access.sees_run_in_full(self.user, run)]
-        views = {view["id"]: view for view in [*live.full_views(full), *live.guest_views(guest)]}
-        return [views[str(run.pk)] for run in runs]
+        """Each run in the view this user gets, as the API would show it."""
+        views: list[dict[str, Any]] = live.plain(
+            RunViewSerializer(cast(Any, runs), many=True, context={"user": self.user}).data
+        )
+        return views
 
     def _snapshot(self) -> list[dict[str, Any]]:
         visible = Run.objects.select_related("owner", "state", "schedule")

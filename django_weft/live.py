@@ -89,24 +89,15 @@ def may_watch_document(user: Any, key: str) -> bool:
 
 def views_of(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
     """The full and the guest view of a run, as plain JSON-ready dicts."""
-    return full_views([run])[0], guest_views([run])[0]
+    from django_weft.api.serializers import RunGuestSerializer, RunOwnerSerializer
+
+    full: dict[str, Any] = plain(RunOwnerSerializer(run).data)
+    guest: dict[str, Any] = plain(RunGuestSerializer(run).data)
+    return full, guest
 
 
-def full_views(runs: list[Run]) -> list[dict[str, Any]]:
-    from django_weft.api.serializers import RunOwnerSerializer
-
-    views: list[dict[str, Any]] = _plain(RunOwnerSerializer(runs, many=True).data)
-    return views
-
-
-def guest_views(runs: list[Run]) -> list[dict[str, Any]]:
-    from django_weft.api.serializers import RunGuestSerializer
-
-    views: list[dict[str, Any]] = _plain(RunGuestSerializer(runs, many=True).data)
-    return views
-
-
-def _plain(data: Any) -> Any:
+def plain(data: Any) -> Any:
+    """Serializer output as plain JSON types, which every channel layer can carry."""
     return json.loads(json.dumps(data, cls=DjangoJSONEncoder))
 
 
@@ -142,7 +133,7 @@ def _publish_document(document_id: int, key: str, revision: int, data: dict[str,
 
     if _listening_layer() is None:
         return
-    payload = _plain({"key": key, "revision": revision, "data": data})
+    payload = plain({"key": key, "revision": revision, "data": data})
     if not key.startswith("run:"):
         _send([(document_group(key), {"type": "weft.document", "document": payload})])
         return

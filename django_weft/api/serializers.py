@@ -196,7 +196,8 @@ class ViewerSerializer(serializers.BaseSerializer[_M]):
     """Each object in the owner or the guest view, as the request's user may see it.
 
     A list mixes both views (your own runs in full, the others as a guest), so the
-    choice is made per object rather than per request. Read-only.
+    choice is made per object rather than per request. The user is the context's
+    ``user`` (a socket's) or its request's. Read-only.
     """
 
     owner_class: ClassVar[type[serializers.BaseSerializer[Any]]]
@@ -206,8 +207,10 @@ class ViewerSerializer(serializers.BaseSerializer[_M]):
         raise NotImplementedError
 
     def to_representation(self, instance: _M) -> Any:
-        request = self.context.get("request")
-        user = request.user if request is not None else AnonymousUser()
+        user = self.context.get("user")
+        if user is None:
+            request = self.context.get("request")
+            user = request.user if request is not None else AnonymousUser()
         full = self.sees_in_full(user, instance)
         return self._serializer(self.owner_class if full else self.guest_class).to_representation(
             instance
