@@ -18,6 +18,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -190,3 +191,27 @@ def analyze() -> None:
 def manage_command(*arguments: str) -> list[str]:
     """The command line of ``bench/manage.py`` with ``arguments``, on this interpreter."""
     return [sys.executable, str(REPO / "bench" / "manage.py"), *arguments]
+
+
+def load_hourly_schedules(prefix: str, dues: Sequence[datetime]) -> None:
+    """Bulk-load armed, enabled hourly ``bench.noop`` schedules, one per due moment.
+
+    ``bulk_create`` skips ``save()`` (and its validation), which is what makes loading
+    100,000 rows quick; the rows are as the scheduler would have armed them.
+    """
+    from django_weft.models import Schedule
+
+    Schedule.objects.bulk_create(
+        [
+            Schedule(
+                name=f"{prefix}-{index:06d}",
+                job="bench.noop",
+                every=timedelta(hours=1),
+                armed=True,
+                enabled=True,
+                next_due=due,
+            )
+            for index, due in enumerate(dues)
+        ],
+        batch_size=1000,
+    )

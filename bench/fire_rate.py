@@ -40,20 +40,10 @@ def main() -> None:
         Run.objects.all().delete()
         Schedule.objects.all().delete()
         now = timezone.now()
-        Schedule.objects.bulk_create(
-            [
-                Schedule(
-                    name=f"due-{index:05d}",
-                    job="bench.noop",
-                    every=timedelta(hours=1),
-                    armed=True,
-                    enabled=True,
-                    # Due in the past, within the grace: each row fires its one slot.
-                    next_due=now - timedelta(seconds=rng.uniform(1, grace * 0.9)),
-                )
-                for index in range(DUE_ROWS)
-            ],
-            batch_size=1000,
+        # Due in the past, within the grace: each row fires its one slot.
+        _setup.load_hourly_schedules(
+            "due",
+            [now - timedelta(seconds=rng.uniform(1, grace * 0.9)) for _ in range(DUE_ROWS)],
         )
         _setup.analyze()
         assert Schedule.objects.due(now).count() == DUE_ROWS

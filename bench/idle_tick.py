@@ -60,18 +60,10 @@ def main() -> None:
     for size in SIZES:
         begin = time.perf_counter()
         now = timezone.now()
-        rows = [
-            Schedule(
-                name=f"bench-{index:06d}",
-                job="bench.noop",
-                every=timedelta(hours=1),
-                armed=True,
-                enabled=True,
-                next_due=now + timedelta(hours=1, seconds=rng.uniform(0, year)),
-            )
-            for index in range(loaded, size)
-        ]
-        Schedule.objects.bulk_create(rows, batch_size=1000)
+        _setup.load_hourly_schedules(
+            f"bench-{loaded}",
+            [now + timedelta(hours=1, seconds=rng.uniform(0, year)) for _ in range(size - loaded)],
+        )
         loaded = size
         _setup.analyze()
         load_seconds = time.perf_counter() - begin

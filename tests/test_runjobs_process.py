@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -11,9 +12,28 @@ from django.utils import timezone
 from django_weft.jobs import registry
 from django_weft.models import Run, RunStatus, Schedule, WorkerProcess
 from django_weft.runs import start
-from tests.processes import runjobs, wait_for
+from tests.processes import Runjobs, runjobs, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def running(job: str, seconds: float, *flags: str, **kwargs: Any) -> tuple[Run, Runjobs]:
+    """A run of ``job`` and a ``runjobs`` process that has claimed it."""
+    run = start(registry.get(job), {"seconds": seconds})
+    process = runjobs(*flags, **kwargs)
+    try:
+        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
+    except BaseException:
+        process.finish()
+        raise
+    return run, process
+
+
+def signal_twice(process: Runjobs) -> None:
+    """SIGTERM, and once the worker says it is stopping, SIGTERM again."""
+    process.send_signal(signal.SIGTERM)
+    wait_for(lambda: process.printed("stopping"), what="the first signal to be handled")
+    process.send_signal(signal.SIGTERM)
 
 
 def test_runjobs_sigterm_exits_cleanly() -> None:
@@ -31,10 +51,8 @@ def test_runjobs_sigterm_exits_cleanly() -> None:
 
 def test_runjobs_sigterm_lets_a_run_finish_within_the_grace() -> None:
     """A run shorter than the shutdown grace finishes done after SIGTERM."""
-    run = start(registry.get("tests.sleep"), {"seconds": 1.0})
-    process = runjobs("--shutdown-grace", "30")
+    run, process = running("tests.sleep", 1.0, "--shutdown-grace", "30")
     try:
-        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
         process.send_signal(signal.SIGTERM)
     finally:
         output = process.finish()
@@ -44,10 +62,8 @@ def test_runjobs_sigterm_lets_a_run_finish_within_the_grace() -> None:
 
 def test_runjobs_sigterm_aborts_runs_past_the_grace() -> None:
     """A run longer than the grace is aborted at its next sleep, and the worker exits."""
-    run = start(registry.get("tests.sleep"), {"seconds": 600.0})
-    process = runjobs("--shutdown-grace", "0.5")
+    run, process = running("tests.sleep", 600.0, "--shutdown-grace", "0.5")
     try:
-        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
         process.send_signal(signal.SIGTERM)
     finally:
         output = process.finish()
@@ -59,13 +75,9 @@ def test_runjobs_sigterm_aborts_runs_past_the_grace() -> None:
 
 def test_runjobs_second_signal_forces_the_stop() -> None:
     """A second SIGTERM aborts running runs at once instead of waiting out a long grace."""
-    run = start(registry.get("tests.sleep"), {"seconds": 600.0})
-    process = runjobs("--shutdown-grace", "600")
+    run, process = running("tests.sleep", 600.0, "--shutdown-grace", "600")
     try:
-        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
-        process.send_signal(signal.SIGTERM)
-        wait_for(lambda: process.printed("stopping"), what="the first signal to be handled")
-        process.send_signal(signal.SIGTERM)
+        signal_twice(process)
     finally:
         output = process.finish()
     assert process.returncode == 0, output
@@ -90,13 +102,9 @@ def test_runjobs_two_processes_fire_each_slot_once() -> None:
 
 def test_runjobs_second_signal_ends_a_run_that_ignores_aborts() -> None:
     """A run that never sleeps or checks cannot hold a forced stop: it ends aborted, exit 1."""
-    run = start(registry.get("tests.spin"), {"seconds": 300.0})
-    process = runjobs("--shutdown-grace", "600")
+    run, process = running("tests.spin", 300.0, "--shutdown-grace", "600")
     try:
-        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
-        process.send_signal(signal.SIGTERM)
-        wait_for(lambda: process.printed("stopping"), what="the first signal to be handled")
-        process.send_signal(signal.SIGTERM)
+        signal_twice(process)
     finally:
         output = process.finish()
     assert process.returncode == 1, output
@@ -106,12 +114,10 @@ def test_runjobs_second_signal_ends_a_run_that_ignores_aborts() -> None:
 
 def test_runjobs_keeps_beating_while_runs_finish_after_sigterm() -> None:
     """During the shutdown grace the worker still beats, so its finishing run is not lost."""
-    run = start(registry.get("tests.spin"), {"seconds": 2.5})
     fast = {"WEFT_TEST_HEARTBEAT_INTERVAL": "0.2", "WEFT_TEST_LOST_AFTER": "1"}
-    process = runjobs("--shutdown-grace", "30", extra_env=fast)
+    run, process = running("tests.spin", 2.5, "--shutdown-grace", "30", extra_env=fast)
     watcher = runjobs("--no-schedules", extra_env=fast)
     try:
-        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
         process.send_signal(signal.SIGTERM)
         output = process.finish()
     finally:

@@ -49,20 +49,23 @@ END;
 SQLITE_BACKWARD = "DROP TRIGGER IF EXISTS django_weft_schedule_rearm;"
 
 
+#: Per database vendor: the SQL that installs the trigger and the SQL that removes it.
+TRIGGERS = {
+    "postgresql": (POSTGRESQL, POSTGRESQL_BACKWARD),
+    "sqlite": (SQLITE, SQLITE_BACKWARD),
+}
+
+
 def forward(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        schema_editor.execute(POSTGRESQL)
-    elif vendor == "sqlite":
-        schema_editor.execute(SQLITE)
+    install, _ = TRIGGERS.get(schema_editor.connection.vendor, (None, None))
+    if install:
+        schema_editor.execute(install)
 
 
 def backward(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        schema_editor.execute(POSTGRESQL_BACKWARD)
-    elif vendor == "sqlite":
-        schema_editor.execute(SQLITE_BACKWARD)
+    _, remove = TRIGGERS.get(schema_editor.connection.vendor, (None, None))
+    if remove:
+        schema_editor.execute(remove)
 
 
 class Migration(migrations.Migration):
