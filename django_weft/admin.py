@@ -17,7 +17,8 @@ from django_weft.exceptions import WeftError
 from django_weft.models import Document, Run, Schedule, WorkerProcess
 from django_weft.models.run import UNFINISHED
 from django_weft.models.schedule import SCHEDULER_FIELDS
-from django_weft.runs import abort, run_now
+from django_weft.runs import abort
+from django_weft.scheduler import run_now
 
 if TYPE_CHECKING:
     ScheduleAdminBase = admin.ModelAdmin[Schedule]

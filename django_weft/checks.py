@@ -66,6 +66,7 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
         "WEFT_HEARTBEAT_INTERVAL",
         "WEFT_LOST_AFTER",
         "WEFT_ABORT_POLL_INTERVAL",
+        "WEFT_TIMEOUT_GRACE",
     ):
         value = weft_settings._get(name)
         if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
@@ -86,6 +87,7 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
             )
         )
     messages += _check_live_settings()
+    messages += _check_prune_settings()
     if not settings.USE_TZ:
         messages.append(
             Error(
@@ -126,6 +128,28 @@ def _check_live_settings() -> list[CheckMessage]:
                     id="django_weft.E008",
                 )
             )
+    return messages
+
+
+def _check_prune_settings() -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    for name, optional in (("WEFT_PRUNE_AFTER", True), ("WEFT_PRUNE_INTERVAL", False)):
+        value = weft_settings._get(name)
+        if value is None and optional:
+            continue
+        if not isinstance(value, timedelta) or value <= timedelta(0):
+            allowed = "a positive timedelta or None" if optional else "a positive timedelta"
+            messages.append(
+                Error(f"{name} must be {allowed}, not {value!r}.", id="django_weft.E010")
+            )
+    size = weft_settings._get("WEFT_PRUNE_BATCH_SIZE")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        messages.append(
+            Error(
+                f"WEFT_PRUNE_BATCH_SIZE must be a positive whole number, not {size!r}.",
+                id="django_weft.E011",
+            )
+        )
     return messages
 
 

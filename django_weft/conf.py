@@ -31,6 +31,10 @@ class WeftSettings:
         "WEFT_LIVE_MAX_FRAME": 64 * 1024,
         "WEFT_LIVE_ALLOW_ANONYMOUS": False,
         "WEFT_DOCUMENT_ACCESS": "django_weft.live.document_access",
+        "WEFT_TIMEOUT_GRACE": 30.0,
+        "WEFT_PRUNE_AFTER": None,
+        "WEFT_PRUNE_INTERVAL": timedelta(hours=1),
+        "WEFT_PRUNE_BATCH_SIZE": 1000,
     }
 
     def _get(self, name: str) -> Any:
@@ -107,6 +111,28 @@ class WeftSettings:
     def DOCUMENT_ACCESS(self) -> str:
         """Import string of ``(user, key) -> bool``: may this user watch that document?"""
         return str(self._get("WEFT_DOCUMENT_ACCESS"))
+
+    @property
+    def TIMEOUT_GRACE(self) -> float:
+        """Seconds a run past its job's timeout gets to stop before it is finished lost."""
+        return float(self._get("WEFT_TIMEOUT_GRACE"))
+
+    @property
+    def PRUNE_AFTER(self) -> timedelta | None:
+        """Age after which ``runjobs`` deletes finished runs; ``None`` keeps them all."""
+        value: timedelta | None = self._get("WEFT_PRUNE_AFTER")
+        return value
+
+    @property
+    def PRUNE_INTERVAL(self) -> timedelta:
+        """How often ``runjobs`` looks for runs to prune once it found none left."""
+        value: timedelta = self._get("WEFT_PRUNE_INTERVAL")
+        return value
+
+    @property
+    def PRUNE_BATCH_SIZE(self) -> int:
+        """How many runs one pruning transaction deletes at most."""
+        return int(self._get("WEFT_PRUNE_BATCH_SIZE"))
 
 
 weft_settings = WeftSettings()

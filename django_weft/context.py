@@ -9,16 +9,19 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
+from django.db import DatabaseError
 
 from django_weft.conf import weft_settings
 from django_weft.documents import Change, change_document
 from django_weft.exceptions import RunAborted
+from django_weft.models import Run
+from django_weft.outages import drop_broken_connections
 from django_weft.output import Throttle
 
 if TYPE_CHECKING:
     import uuid
 
-    from django_weft.models import Document, Run
+    from django_weft.models import Document
 
 
 class RunState:
@@ -67,12 +70,21 @@ class RunContext:
 
     @property
     def abort_requested(self) -> bool:
-        """Whether an abort was requested; asks the database at most every poll interval."""
+        """Whether an abort was requested; asks the database at most every poll interval.
+
+        A database that does not answer is not an abort: the run goes on, and the next
+        poll asks again on a fresh connection.
+        """
         if not self._abort.is_set() and time.monotonic() >= self._next_poll:
             self._next_poll = time.monotonic() + weft_settings.ABORT_POLL_INTERVAL
-            from django_weft.models import Run
-
-            if Run.objects.filter(pk=self.run.pk, abort_requested_at__isnull=False).exists():
+            try:
+                requested = Run.objects.filter(
+                    pk=self.run.pk, abort_requested_at__isnull=False
+                ).exists()
+            except DatabaseError:
+                drop_broken_connections()
+                requested = False
+            if requested:
                 self._abort.set()
         return self._abort.is_set()
 

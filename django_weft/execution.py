@@ -1,11 +1,19 @@
-"""The run step: call the job function outside any transaction, then finish the run."""
+"""The run step: call the job function outside any transaction and report how it ended.
+
+Nothing here writes the outcome: :func:`execute` hands an
+:class:`~django_weft.finishing.AttemptReport` to the worker, which records it (and keeps
+it until the database takes it, through an outage if need be).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -14,68 +22,132 @@ from rest_framework import serializers
 
 from django_weft.context import RunContext
 from django_weft.exceptions import RunAborted
+from django_weft.finishing import AttemptReport
 from django_weft.jobs import Job, flatten_errors, registry
 from django_weft.models import Run, RunStatus
-from django_weft.runs import finish
+from django_weft.tracebacks import ErrorRecord, record_error
 
 logger = logging.getLogger("django_weft.execution")
 
+#: Raised by the job yet ending the whole process: recorded like any error, then re-raised.
+PROCESS_EXITS = (KeyboardInterrupt, SystemExit)
 
-def execute(run: Run, *, abort: threading.Event, now: Callable[[], datetime]) -> Run | None:
-    """Run one claimed run to its outcome; never raises for what the job does."""
+
+@dataclass(eq=False)
+class Execution:
+    """A run a worker claimed and is executing: what the worker needs to steer it.
+
+    ``abort`` is set by an abort request, a shutdown or the timeout; ``timed_out`` says it
+    was the timeout. ``given_up`` is set when the worker stopped waiting for it (its
+    timeout's grace passed, or the worker was declared dead): whatever it reports later
+    is discarded.
+    """
+
+    run: Run
+    worker_id: uuid.UUID
+    deadline: datetime | None = None
+    abort: threading.Event = field(default_factory=threading.Event)
+    timed_out: bool = False
+    given_up: bool = False
+    handle: object = None
+
+    @property
+    def key(self) -> tuple[uuid.UUID, int]:
+        return (self.run.pk, self.run.attempt)
+
+
+def execute(
+    execution: Execution,
+    *,
+    now: Callable[[], datetime],
+    deliver: Callable[[AttemptReport], None],
+) -> None:
+    """Run one claimed run and ``deliver`` its report; never raises for what the job does.
+
+    Whatever the job raises ends the attempt, ``BaseException`` included (a job's
+    ``CancelledError`` or ``SystemExit`` must not leave its run running for ever). A
+    ``KeyboardInterrupt`` or ``SystemExit`` is re-raised once its report is delivered.
+    """
+    run = execution.run
     job = registry.deployed(run.job, run.job_version)
     if job is None:
         # Claiming filters on deployed jobs, so only a redeploy in between gets here.
-        return finish(
-            run.pk,
-            RunStatus.FAILED,
-            now=now(),
-            error_type="UnknownJob",
-            error_message=f'job "{run.job}" version {run.job_version} is not deployed here',
+        missing = ErrorRecord(
+            "UnknownJob", f'job "{run.job}" version {run.job_version} is not deployed here', ""
         )
-    context = RunContext(run, abort=abort)
-    status, result, error_type, error_message = RunStatus.DONE, None, "", ""
+        deliver(report_of(execution, RunStatus.FAILED, error=missing))
+        return
+    context = RunContext(run, abort=execution.abort)
     try:
         try:
             result = _validate_result(job, _call(job, context))
         finally:
             # A throttled write the job did not flush still reaches the outcome.
             context.flush()
-    except RunAborted:
-        status = RunStatus.ABORTED
-    except Exception as error:
-        logger.info("%s run %s raised %s: %s", run.job, run.pk, type(error).__name__, error)
-        status, error_type, error_message = RunStatus.FAILED, type(error).__name__, str(error)
-    if status == RunStatus.DONE and context.abort_raised:
-        # The job caught RunAborted and carried on; it was still aborted.
-        status = RunStatus.ABORTED
-    try:
-        return finish(
-            run.pk,
-            status,
-            now=now(),
-            result=result,
-            error_type=error_type,
-            error_message=error_message,
-        )
-    except Exception as error:
-        # The outcome could not be stored (a database error, a buffered fire that
-        # broke): record that much, so the run does not stay "running" for ever.
-        logger.exception("could not finish %s run %s", run.job, run.pk)
-        return finish(
-            run.pk,
-            RunStatus.FAILED,
-            now=now(),
-            error_type=type(error).__name__,
-            error_message=f"the outcome ({status}) could not be recorded: {error}",
-        )
+    except BaseException as error:
+        deliver(_ending(execution, job, context, error=error))
+        if isinstance(error, PROCESS_EXITS):
+            raise
+        return
+    deliver(_ending(execution, job, context, result=result))
+
+
+def _ending(
+    execution: Execution,
+    job: Job,
+    context: RunContext,
+    *,
+    error: BaseException | None = None,
+    result: Any = None,
+) -> AttemptReport:
+    """The report of an attempt that returned ``result`` or raised ``error``."""
+    stopped = (
+        isinstance(error, RunAborted)
+        or (isinstance(error, asyncio.CancelledError) and execution.abort.is_set())
+        # The job caught RunAborted and carried on: it was still aborted.
+        or (error is None and context.abort_raised)
+    )
+    if stopped and execution.timed_out:
+        timeout = f"the run passed its timeout of {job.timeout:g}s and was stopped"
+        return report_of(execution, RunStatus.FAILED, error=ErrorRecord("Timeout", timeout, ""))
+    if stopped:
+        return report_of(execution, RunStatus.ABORTED)
+    if error is None:
+        return report_of(execution, RunStatus.DONE, result=result)
+    run = execution.run
+    logger.info("%s run %s raised %s: %s", run.job, run.pk, type(error).__name__, error)
+    failed = record_error(error)
+    return report_of(execution, RunStatus.FAILED, error=failed, error_class=type(error))
+
+
+def report_of(
+    execution: Execution,
+    status: RunStatus,
+    *,
+    result: Any = None,
+    error: ErrorRecord | None = None,
+    error_class: type[BaseException] | None = None,
+) -> AttemptReport:
+    """The report that ``execution``'s attempt ended ``status``."""
+    run = execution.run
+    return AttemptReport(
+        run_id=run.pk,
+        job=run.job,
+        worker_id=execution.worker_id,
+        attempt=run.attempt,
+        started_at=run.started_at,
+        status=status,
+        result=result,
+        error=error or ErrorRecord("", "", ""),
+        error_class=error_class,
+    )
 
 
 def _call(job: Job, context: RunContext) -> Any:
     args = job.decode_args(context.run.args)
     if job.is_async:
         # async_to_sync, not asyncio.run: the job's sync_to_async calls (its ORM work)
-        # then run on this worker thread, whose database connections the worker closes.
+        # then run on this worker thread, whose database connections the worker keeps.
         return async_to_sync(job.func)(context, **args)
     return job.func(context, **args)
 

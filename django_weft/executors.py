@@ -1,26 +1,41 @@
 """Executors: where claimed runs execute. Chosen by ``WEFT_EXECUTOR`` (an import string).
 
-:class:`ThreadExecutor` runs each run on one of a fixed number of threads, so a
-``runjobs`` process executes ``--concurrency`` runs at once while its main thread keeps
-scheduling. :class:`InlineExecutor` runs each run to its end in the calling thread,
-which makes a driven-clock test read like a story.
+:class:`ThreadExecutor` runs each run on one of ``concurrency`` long-lived threads, so a
+``runjobs`` process executes that many runs at once while its main thread keeps
+scheduling; each thread keeps its database connection from run to run.
+:class:`InlineExecutor` runs each run to its end in the calling thread, which makes a
+driven-clock test read like a story.
+
+A run that ignores its timeout cannot be stopped from outside its thread (Python has no
+way to kill a thread). The worker *abandons* it: its slot counts as free again at once,
+a new thread takes the next run, and the old thread ends when the run finally returns.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 
-from django.db import close_old_connections
+from django.db import connections
 
 from django_weft.conf import weft_settings
 from django_weft.loading import import_setting
+from django_weft.outages import drop_broken_connections
 
 Task = Callable[[], object]
 
 logger = logging.getLogger("django_weft.executors")
+
+
+class Slot:
+    """One submitted task: what ``submit`` returns and ``abandon`` takes."""
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        self.abandoned = False
+        self.thread: threading.Thread | None = None
 
 
 class Executor:
@@ -34,11 +49,14 @@ class Executor:
     def free_slots(self) -> int:
         raise NotImplementedError
 
-    def submit(self, task: Task) -> None:
+    def submit(self, task: Task) -> Slot:
         raise NotImplementedError
 
+    def abandon(self, slot: Slot) -> None:
+        """Stop counting ``slot``'s task: its room is free again though it still runs."""
+
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until no task is running; False if ``timeout`` passed first."""
+        """Wait until no task (but abandoned ones) is running; False if ``timeout`` passed."""
         raise NotImplementedError
 
     def shutdown(self, *, wait: bool = True) -> None:
@@ -51,55 +69,98 @@ class InlineExecutor(Executor):
     def free_slots(self) -> int:
         return self.concurrency
 
-    def submit(self, task: Task) -> None:
+    def submit(self, task: Task) -> Slot:
+        slot = Slot(task)
         task()
+        return slot
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         return True
 
 
 class ThreadExecutor(Executor):
-    """Runs tasks on ``concurrency`` threads; each task closes its database connection."""
+    """Runs tasks on up to ``concurrency`` threads (plus abandoned ones still running)."""
 
     def __init__(self, concurrency: int) -> None:
         super().__init__(concurrency)
-        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="weft-run")
-        self._running: set[Future[None]] = set()
-        self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
+        self._tasks: queue.SimpleQueue[Slot | None] = queue.SimpleQueue()
+        self._lock = threading.Condition()
+        self._running: set[Slot] = set()
+        self._abandoned: set[Slot] = set()
+        self._idle_threads = 0
+        self._threads: set[threading.Thread] = set()
+        self._started = 0
 
     def free_slots(self) -> int:
         with self._lock:
             return self.concurrency - len(self._running)
 
-    def submit(self, task: Task) -> None:
-        future = self._pool.submit(self._run, task)
+    def submit(self, task: Task) -> Slot:
+        slot = Slot(task)
         with self._lock:
-            self._running.add(future)
-        future.add_done_callback(self._done)
+            self._running.add(slot)
+            if self._idle_threads:
+                # Taken now, so that two quick submits never wait for one thread.
+                self._idle_threads -= 1
+            else:
+                self._started += 1
+                thread = threading.Thread(
+                    target=self._serve, name=f"weft-run-{self._started}", daemon=True
+                )
+                self._threads.add(thread)
+                thread.start()
+        self._tasks.put(slot)
+        return slot
 
-    @staticmethod
-    def _run(task: Task) -> None:
+    def abandon(self, slot: Slot) -> None:
+        with self._lock:
+            if slot in self._running:
+                slot.abandoned = True
+                self._running.discard(slot)
+                self._abandoned.add(slot)
+                self._lock.notify_all()
+
+    def _serve(self) -> None:
         try:
-            task()
-        except Exception:
-            # A future nobody reads would swallow it; say it where operators look.
-            logger.exception("a task of the run executor failed")
+            while (slot := self._tasks.get()) is not None:
+                slot.thread = threading.current_thread()
+                try:
+                    slot.task()
+                except BaseException:
+                    # The task reports its own outcome; this is a bug in that reporting, or
+                    # a job's SystemExit: the thread lives on to serve the next run.
+                    logger.exception("a task of the run executor failed")
+                finally:
+                    drop_broken_connections()
+                with self._lock:
+                    self._running.discard(slot)
+                    self._lock.notify_all()
+                    if slot.abandoned:
+                        self._abandoned.discard(slot)
+                        return  # written off: a new thread already took its place
+                    self._idle_threads += 1
         finally:
-            # Each pool thread has its own connections: kept as CONN_MAX_AGE says.
-            close_old_connections()
-
-    def _done(self, future: Future[None]) -> None:
-        with self._idle:
-            self._running.discard(future)
-            self._idle.notify_all()
+            connections.close_all()
+            with self._lock:
+                self._threads.discard(threading.current_thread())
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        with self._idle:
-            return self._idle.wait_for(lambda: not self._running, timeout)
+        with self._lock:
+            return self._lock.wait_for(lambda: not self._running, timeout)
 
     def shutdown(self, *, wait: bool = True) -> None:
-        self._pool.shutdown(wait=wait, cancel_futures=not wait)
+        """Let every thread end after its task; with ``wait``, join all but abandoned ones.
+
+        Threads are daemons: an abandoned run still going does not keep the process alive.
+        """
+        with self._lock:
+            zombies = {slot.thread for slot in self._abandoned}
+            serving = [t for t in self._threads if t.is_alive() and t not in zombies]
+        for _ in serving:
+            self._tasks.put(None)
+        if wait:
+            for thread in serving:
+                thread.join()
 
 
 def load_executor(path: str | None, concurrency: int) -> Executor:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from rest_framework import serializers
 
 from django_weft.exceptions import InvalidArgs, UnknownJob
+from django_weft.retries import Retry
+from django_weft.starting import astart, start
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -54,11 +56,22 @@ class Job:
     concurrency_key: ConcurrencyKey | None = None
     queue: str = "default"
     private_args: Sequence[str] = ()
+    retry: Retry | None = None
+    timeout: float | None = None
     finish_hook: FinishHook | None = field(default=None, repr=False)
 
     @property
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.func)
+
+    def retries(self, outcome: str, attempt: int, error: type[BaseException] | None) -> bool:
+        """Whether an attempt that ended ``outcome`` is tried again under this job's policy.
+
+        Args that no longer decode fail the same way at every attempt: never retried.
+        """
+        if error is not None and issubclass(error, InvalidArgs):
+            return False
+        return self.retry is not None and self.retry.retries(outcome, attempt, error)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Calling the job calls its function, so jobs stay plain functions in tests."""
@@ -108,8 +121,6 @@ class Job:
         owner: AbstractBaseUser | None = None,
     ) -> Run:
         """Start a run of this job (see :func:`django_weft.runs.start`)."""
-        from django_weft.runs import start
-
         return start(self, args, key=key, owner=owner)
 
     async def astart(
@@ -119,8 +130,6 @@ class Job:
         key: str | None = None,
         owner: AbstractBaseUser | None = None,
     ) -> Run:
-        from django_weft.runs import astart
-
         return await astart(self, args, key=key, owner=owner)
 
 
@@ -193,15 +202,21 @@ def job(
     concurrency_key: ConcurrencyKey | None = None,
     queue: str = "default",
     private_args: Sequence[str] = (),
+    retry: Retry | None = None,
+    timeout: float | None = None,
 ) -> Callable[[JobFunction], Job]:
     """Register the decorated function as a job.
 
     The function is called as ``func(ctx, **args)`` with a
     :class:`~django_weft.context.RunContext` and the validated args; it may be
-    ``async def``. ``name`` defaults to ``module.function``.
+    ``async def``. ``name`` defaults to ``module.function``. ``retry`` (a
+    :class:`~django_weft.retries.Retry`) allows more attempts; ``timeout`` (seconds) asks
+    a run to stop once it has run that long, and gives up on it after the grace.
     """
     if concurrency is not None and concurrency < 1:
         raise ValueError(f"concurrency must be a positive number of runs, not {concurrency!r}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
 
     def decorate(func: JobFunction) -> Job:
         return registry.register(
@@ -216,6 +231,8 @@ def job(
                 concurrency_key=concurrency_key,
                 queue=queue,
                 private_args=tuple(private_args),
+                retry=retry,
+                timeout=timeout,
             )
         )
 

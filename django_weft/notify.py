@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 from django.db import connection
 
+from django_weft.outages import Outage
+
 logger = logging.getLogger("django_weft.notify")
 
 CHANNEL = "django_weft"
@@ -34,18 +36,22 @@ class Listener(threading.Thread):
         self.ready = threading.Event()
 
     def run(self) -> None:
+        outage = Outage(logger)
         while not self._stop_event.is_set():
             try:
-                self._listen()
-            except Exception:
-                logger.exception("lost the LISTEN connection; reconnecting in a second")
-                self._stop_event.wait(1.0)
+                self._listen(outage)
+            except Exception as error:
+                outage.failed("LISTEN", error)
+                self._stop_event.wait(outage.wait())
 
-    def _listen(self) -> None:
+    def _listen(self, outage: Outage) -> None:
         raw = connection.get_new_connection(self._params)
         try:
             raw.autocommit = True
             raw.execute(f"LISTEN {CHANNEL}")
+            if outage.succeeded():
+                # What was notified while nobody listened is lost: look at the database.
+                self.on_notify("")
             self.ready.set()
             while not self._stop_event.is_set():
                 for notice in raw.notifies(timeout=0.5):

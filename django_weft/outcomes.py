@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from django_weft.documents import Change, change_document, open_document
 from django_weft.models import Document, Run
+from django_weft.starting import insert_run
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -62,8 +63,6 @@ class FinishContext:
         owner: AbstractBaseUser | None = None,
     ) -> Run:
         """Start another job; it exists only if this finish commits."""
-        from django_weft.runs import start_in_transaction
-
-        return start_in_transaction(
+        return insert_run(
             job, args, key=key, owner=owner if owner is not None else self.run.owner, now=self.now
         )

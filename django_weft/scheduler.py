@@ -13,19 +13,24 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
+from django.utils import timezone
 
 from django_weft.conf import weft_settings
 from django_weft.cron import CronError
 from django_weft.exceptions import InvalidArgs, StartRefused, UnknownJob
 from django_weft.jobs import registry
-from django_weft.models import CatchUp, LastStatus, Overlap, Schedule
+from django_weft.models import CatchUp, LastStatus, Overlap, Run, RunStatus, Schedule
 from django_weft.models.schedule import PLAN_FIELDS
-from django_weft.runs import start_for_schedule
 from django_weft.signals import schedule_failed
+from django_weft.starting import insert_run
 from django_weft.timing import Plan, slots_between
+
+if TYPE_CHECKING:
+    from django_weft.jobs import Job
 
 logger = logging.getLogger("django_weft.scheduler")
 
@@ -247,4 +252,76 @@ class Scheduler:
         )
 
 
-__all__ = ["Decision", "Scheduler", "decide"]
+def start_for_schedule(
+    schedule: Schedule, job: Job, args: dict[str, Any], *, due: datetime, now: datetime
+) -> Run:
+    """Start the run of one slot of ``schedule`` and make it the row's last run.
+
+    Inside the caller's transaction; the (schedule, due) unique constraint refuses a
+    slot that already fired with an ``IntegrityError``.
+    """
+    with transaction.atomic():
+        run = insert_run(
+            job, args, schedule=schedule, due=due, owner=schedule.owner, now=now, validated=True
+        )
+    Schedule.objects.filter(pk=schedule.pk).update(
+        last_due=due,
+        last_started=now,
+        last_ended=None,
+        last_status=LastStatus.RUNNING,
+        last_error_type="",
+        last_error_message="",
+        last_run=run,
+    )
+    return run
+
+
+def run_now(schedule: Schedule, *, now: datetime | None = None) -> Run:
+    """Start a run of ``schedule``'s job now, outside its plan (the admin's *run now*).
+
+    The args are validated again; the run's due is now. The plan is untouched.
+    """
+    moment = now or timezone.now()
+    job = registry.get(schedule.job)
+    with transaction.atomic():
+        return start_for_schedule(
+            schedule, job, job.validate_args(schedule.args), due=moment, now=moment
+        )
+
+
+def record_on_schedule(run: Run, now: datetime) -> None:
+    """Carry a run's outcome to its schedule's last-run record, and start a buffered fire.
+
+    Called by the finish step, inside its transaction.
+    """
+    ok = run.status == RunStatus.DONE
+    schedule_id = run.schedule_id
+    assert schedule_id is not None
+    Schedule.objects.filter(pk=schedule_id, last_run=run).update(
+        last_ended=now,
+        last_status=LastStatus.OK if ok else LastStatus.FAILED,
+        last_error_type="" if ok else run.error_type or str(run.status),
+        last_error_message="" if ok else run.error_message or f"the run was {run.status}",
+    )
+    schedule = (
+        Schedule.objects.select_for_update()
+        .filter(pk=schedule_id, buffered_due__isnull=False)
+        .first()
+    )
+    if schedule is None:
+        return
+    due = schedule.buffered_due
+    assert due is not None
+    Schedule.objects.filter(pk=schedule.pk).update(buffered_due=None)
+    try:
+        if not schedule.enabled:
+            raise StartRefused("the schedule was disabled while the fire waited")
+        job = registry.get(schedule.job)
+        start_for_schedule(schedule, job, job.validate_args(schedule.args), due=due, now=now)
+    except (UnknownJob, InvalidArgs, StartRefused, IntegrityError) as error:
+        # The buffered slot is lost, not the outcome being recorded with it.
+        logger.error("buffered fire of %s due %s dropped: %s", schedule, due, error)
+        Schedule.objects.filter(pk=schedule.pk).update(missed=F("missed") + 1)
+
+
+__all__ = ["Decision", "Scheduler", "decide", "record_on_schedule", "run_now", "start_for_schedule"]

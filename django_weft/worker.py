@@ -1,9 +1,20 @@
 """The worker: the loop ``manage.py runjobs`` runs, usable without argv.
 
 A worker is a scheduler (fires due schedules into runs) and an executor (runs claimed
-runs) around one loop of steps. ``tick()`` does one round of work and says whether it
-did any, so tests call it directly; ``run()`` repeats it, sleeping through the clock
+runs) around one loop of steps. ``tick()`` does one round of steps and says whether any
+did work, so tests call it directly; ``run()`` repeats it, sleeping through the clock
 when there is nothing to do until the next due time, a NOTIFY, or the poll interval.
+
+Every step runs inside one error boundary (:class:`~django_weft.outages.Outage`): a
+step that raises (the database restarted, the network blinked, a bug) is logged once,
+the broken connections are dropped, and the loop backs off and tries again; only a
+signal stops ``runjobs``. A run's outcome is kept in memory until the database takes
+it, so an outage costs time, never an outcome.
+
+Runs end through :class:`~django_weft.finishing.AttemptReport`\\ s that the run threads
+hand to the loop; the loop records them. A worker that others declared dead (it missed
+its heartbeats, e.g. while paused) learns it from its own heartbeat, lets go of its runs
+(their late outcomes are discarded) and registers again as a new process.
 """
 
 from __future__ import annotations
@@ -12,24 +23,39 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
 
-from django.db import connections
+from django.db import DatabaseError
 
+from django_weft.claiming import claim
 from django_weft.clocks import Clock, load_clock
 from django_weft.conf import weft_settings
-from django_weft.execution import execute
+from django_weft.execution import Execution, execute, report_of
 from django_weft.executors import Executor, load_executor
+from django_weft.finishing import AttemptReport, record_attempt
 from django_weft.jobs import Job, registry
 from django_weft.models import Run, RunStatus, Schedule, WorkerProcess
 from django_weft.notify import Listener, can_listen
-from django_weft.runs import claim, finish, finish_lost
+from django_weft.outages import Outage
+from django_weft.pruning import prune_batch
+from django_weft.reaping import finish_lost
 from django_weft.scheduler import Scheduler
+from django_weft.tracebacks import ErrorRecord
 
 logger = logging.getLogger("django_weft.worker")
+
+#: A step's answer when it raised: the tick stops there, the loop backs off.
+FAILED = object()
+
+STOPPED_BY_WORKER = ErrorRecord(
+    "WorkerStopped", "the worker stopped before the run reached a sleep() or check()", ""
+)
 
 
 class ClockPaused(Exception):
@@ -65,12 +91,21 @@ class Worker:
         self.poll_interval = poll_interval or weft_settings.POLL_INTERVAL
         self.scheduler = Scheduler()
         self.process: WorkerProcess | None = None
+        self.outage = Outage(logger)
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._forced = threading.Event()
-        self._aborts: dict[uuid.UUID, threading.Event] = {}
+        #: Runs this process executes, by (run id, attempt): claimed, report not recorded.
+        self._executions: dict[tuple[uuid.UUID, int], Execution] = {}
+        #: Reports of ended attempts, oldest first, until the database has taken them.
+        self._reports: deque[tuple[Execution | None, AttemptReport]] = deque()
         self._listener: Listener | None = None
         self._next_beat: datetime | None = None
+        #: When this worker may next finish other workers' runs as lost: only after it has
+        #: itself reached the database for a whole lost-after window, so that a database
+        #: outage, during which nobody could beat, never makes live workers look dead.
+        self._reap_from: datetime | None = None
+        self._next_prune: datetime | None = None
         #: Set when a forced stop left runs that ignored their abort behind.
         self.abandoned = False
         self.clock.attach(self)
@@ -78,34 +113,30 @@ class Worker:
     # -- lifecycle ----------------------------------------------------------------------
 
     def start(self) -> WorkerProcess:
-        """Register this process and finish the runs of workers that died before it."""
+        """Register this process in the database and start listening for wake-ups."""
         now = self.clock.now()
-        self.process = WorkerProcess.objects.create(
-            hostname=socket.gethostname(), pid=os.getpid(), started_at=now, last_beat=now
-        )
-        self._next_beat = now
-        lost = finish_lost(now=now, silent_since=self._silence_limit(now))
-        if can_listen():
+        if self.process is None:
+            self.process = self._register(now)
+        if can_listen() and self._listener is None:
             self._listener = Listener(self._on_notify)
             self._listener.start()
         enabled = Schedule.objects.filter(enabled=True).count()
         logger.info(
-            "runjobs started as %s: %d enabled schedule(s), %d job(s), concurrency %d, clock %s%s",
+            "runjobs started as %s: %d enabled schedule(s), %d job(s), concurrency %d, clock %s",
             self.process,
             enabled,
             len(self.jobs()),
             self.executor.concurrency,
             type(self.clock).__name__,
-            f"; finished {lost} lost run(s)" if lost else "",
         )
+        self._log_next_fire()
         return self.process
 
     def run(self, *, once: bool = False) -> None:
         """Work until stopped (or, with ``once``, until nothing is due or running)."""
-        if self.process is None:
-            self.start()
-        self._log_next_fire()
         try:
+            if self.process is None and not self._start_through_outages():
+                return
             self._loop(once=once)
         finally:
             self.close()
@@ -138,81 +169,97 @@ class Worker:
         self.stop()
 
     def close(self) -> None:
-        """Let running runs finish within the grace, abort the rest, and deregister."""
-        ended = self.executor.wait_idle(0) or self._wait_or_abort()
+        """Let running runs finish within the grace, abort the rest, record every outcome
+        the database will take, and deregister."""
+        ended = self._wait_for_runs()
         self.executor.shutdown(wait=ended)
+        self._record_remaining_reports()
         if self._listener is not None:
             self._listener.stop()
             self._listener.join(5)
         if self.process is not None:
-            WorkerProcess.objects.filter(pk=self.process.pk).update(stopped_at=self.clock.now())
+            self._guarded(
+                "deregister",
+                lambda now: WorkerProcess.objects.filter(pk=self.process.pk).update(  # type: ignore[union-attr]
+                    stopped_at=now
+                ),
+            )
         logger.info("runjobs stopped")
 
-    def _wait_or_abort(self) -> bool:
-        """Wait out the grace, then abort; True once every run has ended.
-
-        A second signal stops the waiting. Runs that still have not reached a
-        ``sleep()``/``check()`` then are finished as aborted here, because the process
-        is about to exit under them; ``abandoned`` tells the command to exit at once.
-        """
-        if self._wait_idle_beating(self.shutdown_grace):
-            return True
-        running = list(self._aborts)
-        logger.warning("aborting %d run(s) still running at shutdown", len(running))
-        now = self.clock.now()
-        for run in Run.objects.filter(pk__in=running):
-            run.record_abort_request(now)
-        for event in list(self._aborts.values()):
-            event.set()
-        if self._wait_idle_beating(None):
-            return True
-        for run_id in list(self._aborts):
-            finish(
-                run_id,
-                RunStatus.ABORTED,
-                now=self.clock.now(),
-                error_type="WorkerStopped",
-                error_message="the worker stopped before the run reached a sleep() or check()",
-                expected=[RunStatus.RUNNING],
-            )
-        self.abandoned = True
-        return False
-
-    def _wait_idle_beating(self, seconds: float | None) -> bool:
-        """Wait for the runs to end, beating meanwhile: finishing runs are not lost."""
-        waited = 0.0
-        while seconds is None or waited < seconds:
-            if self._forced.is_set():
-                return self.executor.wait_idle(1.0)
-            if self.executor.wait_idle(0.1):
+    def _start_through_outages(self) -> bool:
+        """Start, waiting out a database that is not there yet; False if stopped first."""
+        while not self._stopping.is_set():
+            if self._guarded("start", lambda now: self.start()) is not FAILED:
                 return True
-            waited += 0.1
-            self._beat(self.clock.now())
-        return self.executor.wait_idle(0)
+            self._stopping.wait(self.outage.wait())
+        return False
 
     # -- the loop -------------------------------------------------------------------------
 
     def _loop(self, *, once: bool) -> None:
         while not self._stopping.is_set():
-            _drop_broken_connections()
             if self.tick():
+                continue
+            if self.outage.ongoing:
+                # Real seconds, whatever the clock: the database is out there, not in it.
+                self._stopping.wait(self.outage.wait())
+                continue
+            if self._reports:
                 continue
             if self.clock.waits_for_runs and not self.executor.wait_idle(0):
                 self.executor.wait_idle()
                 continue
-            if once and self.executor.wait_idle(0):
+            if once and not self._live_executions() and self.executor.wait_idle(0):
                 return
             # Never sleep past a heartbeat: other workers count silence as death.
             longest = min(self.poll_interval, weft_settings.HEARTBEAT_INTERVAL)
             self.clock.sleep_until(self.next_wakeup(), self._wake, longest)
 
     def tick(self) -> bool:
-        """One round: keep the heartbeat, fire due schedules, claim runs. True if it did work."""
-        now = self.clock.now()
-        self._beat(now)
-        fired = self.schedules and not self._stopping.is_set() and self.scheduler.tick(now)
-        claimed = self._claim(now)
-        return bool(fired or claimed)
+        """One round of steps; True if any did work.
+
+        Heartbeat first (a fenced worker must know before it claims), then the timeouts,
+        the runs' reports, the schedules, the claim, the housekeeping, and the reports of
+        runs that ended meanwhile. A step that
+        fails ends the round: the database is probably gone, and the loop backs off.
+        """
+        if self.outage.ongoing and self.outage.wait() > 0:
+            return False
+        if self.process is None and self._guarded("start", lambda now: self.start()) is FAILED:
+            return False
+        steps: list[tuple[str, Callable[[datetime], bool]]] = [
+            ("heartbeat", self._beat),
+            ("timeouts", self._enforce_timeouts),
+            ("finish", self._record_reports),
+        ]
+        if not self._stopping.is_set():
+            if self.schedules:
+                steps.append(("schedule", self.scheduler.tick))
+            steps += [("claim", self._claim), ("prune", self._prune)]
+        # Runs that ended meanwhile (all of them, with the inline executor) are recorded
+        # in the same round.
+        steps.append(("finish", self._record_reports))
+        worked = False
+        for name, step in steps:
+            result = self._guarded(name, step)
+            if result is FAILED:
+                return worked
+            worked = bool(result) or worked
+        return worked
+
+    def _guarded(self, name: str, step: Callable[[datetime], object]) -> object:
+        """Run one step inside the error boundary; ``FAILED`` if it raised."""
+        try:
+            result = step(self.clock.now())
+        except Exception as error:
+            self.outage.failed(name, error)
+            # A worker that could not reach the database counts the lost-after window
+            # again from the moment it can.
+            self._reap_from = None
+            return FAILED
+        if self.outage.succeeded():
+            self._wake.set()
+        return result
 
     def next_wakeup(self) -> datetime | None:
         return self.scheduler.next_due() if self.schedules else None
@@ -220,46 +267,178 @@ class Worker:
     def jobs(self) -> list[Job]:
         return [job for job in registry if self.job_names is None or job.name in self.job_names]
 
-    def _beat(self, now: datetime) -> None:
-        if self.process is None or (self._next_beat is not None and now < self._next_beat):
-            return
-        WorkerProcess.objects.filter(pk=self.process.pk).update(last_beat=now)
+    # -- steps ------------------------------------------------------------------------------
+
+    def _register(self, now: datetime) -> WorkerProcess:
+        process = WorkerProcess.objects.create(
+            hostname=socket.gethostname(), pid=os.getpid(), started_at=now, last_beat=now
+        )
         self._next_beat = now + timedelta(seconds=weft_settings.HEARTBEAT_INTERVAL)
-        lost = finish_lost(now=now, silent_since=self._silence_limit(now))
-        if lost:
-            logger.warning("finished %d run(s) of silent workers as lost", lost)
+        self._reap_from = now + timedelta(seconds=weft_settings.LOST_AFTER)
+        return process
+
+    def _beat(self, now: datetime) -> bool:
+        """Keep this process's heartbeat; notice when others declared it dead; reap."""
+        assert self.process is not None
+        if self._next_beat is not None and now < self._next_beat:
+            return False
+        alive = WorkerProcess.objects.filter(pk=self.process.pk, stopped_at__isnull=True).update(
+            last_beat=now
+        )
+        self._next_beat = now + timedelta(seconds=weft_settings.HEARTBEAT_INTERVAL)
+        if not alive:
+            self._fence(now)
+            return True
+        if self._reap_from is None:
+            self._reap_from = now + timedelta(seconds=weft_settings.LOST_AFTER)
+        if now >= self._reap_from:
+            silent_since = now - timedelta(seconds=weft_settings.LOST_AFTER)
+            lost = finish_lost(now=now, silent_since=silent_since)
+            if lost:
+                logger.warning("finished %d run(s) of silent workers as lost", lost)
+        return False
+
+    def _fence(self, now: datetime) -> None:
+        """Others declared this process dead: let go of its runs and register afresh."""
+        assert self.process is not None
+        dead = self.process
+        runs = list(self._executions.values())
+        logger.error(
+            "this worker (%s) was declared dead by another: it missed its heartbeats for "
+            "more than %ss. Its %d run(s) were finished as lost elsewhere; their outcomes "
+            "will be discarded. Registering again as a new process.",
+            dead,
+            weft_settings.LOST_AFTER,
+            len(runs),
+        )
+        for execution in runs:
+            execution.given_up = True
+            execution.abort.set()
+            self.executor.abandon(execution.handle)  # type: ignore[arg-type]
+        self.process = self._register(now)
+        logger.info("registered again as %s (was %s)", self.process, dead)
+
+    def _enforce_timeouts(self, now: datetime) -> bool:
+        """Ask runs past their timeout to stop; give up on those that ignore it."""
+        grace = timedelta(seconds=weft_settings.TIMEOUT_GRACE)
+        worked = False
+        for execution in list(self._executions.values()):
+            if execution.given_up or execution.deadline is None or now < execution.deadline:
+                continue
+            if not execution.timed_out:
+                execution.timed_out = True
+                execution.abort.set()
+                logger.warning(
+                    "%s run %s passed its timeout; asking it to stop",
+                    execution.run.job,
+                    execution.run.pk,
+                )
+                worked = True
+            elif now >= execution.deadline + grace:
+                self._give_up(execution, now)
+                worked = True
+        return worked
+
+    def _give_up(self, execution: Execution, now: datetime) -> None:
+        """Finish a run that ignored its timeout as lost, and free its slot."""
+        run = execution.run
+        execution.given_up = True
+        self.executor.abandon(execution.handle)  # type: ignore[arg-type]
+        message = (
+            f"the run passed its timeout and did not stop within {weft_settings.TIMEOUT_GRACE:g}s"
+            " of being asked; its thread was abandoned"
+        )
+        logger.error("%s run %s: %s", run.job, run.pk, message)
+        lost = report_of(execution, RunStatus.LOST, error=ErrorRecord("Timeout", message, ""))
+        self._reports.append((None, lost))
+
+    def _record_reports(self, now: datetime) -> bool:
+        """Record the reports of ended attempts, oldest first; keep them through an outage."""
+        worked = False
+        while self._reports:
+            execution, report = self._reports[0]
+            if execution is not None and execution.given_up:
+                logger.warning(
+                    "late outcome of %s run %s (%s) discarded: the run was given up on",
+                    report.job,
+                    report.run_id,
+                    report.status,
+                )
+            else:
+                self._record(report, now)
+            self._reports.popleft()
+            if execution is not None:
+                self._executions.pop(execution.key, None)
+            worked = True
+        return worked
 
     @staticmethod
-    def _silence_limit(now: datetime) -> datetime:
-        return now - timedelta(seconds=weft_settings.LOST_AFTER)
+    def _record(report: AttemptReport, now: datetime) -> None:
+        """Record one report; one the database refuses for another reason than being away
+        is recorded as a failure, so that it cannot block the reports behind it."""
+        try:
+            record_attempt(report, now=now)
+        except DatabaseError:
+            raise
+        except Exception as error:
+            logger.exception("could not record the outcome of %s run %s", report.job, report.run_id)
+            failure = ErrorRecord(
+                type(error).__name__,
+                f"the outcome ({report.status}) could not be recorded: {error}",
+                "",
+            )
+            failed = replace(report, status=RunStatus.FAILED, result=None, error=failure)
+            record_attempt(failed, now=now)
 
     def _claim(self, now: datetime) -> bool:
-        if self._stopping.is_set() or self.process is None:
-            return False
+        assert self.process is not None
         free = self.executor.free_slots()
         if free <= 0:
             return False
         runs = claim(self.jobs(), limit=free, worker=self.process, now=now, queues=self.queues)
         for run in runs:
-            abort = self._aborts.setdefault(run.pk, threading.Event())
+            job = registry.deployed(run.job, run.job_version)
+            timeout = job.timeout if job is not None else None
+            execution = Execution(
+                run=run,
+                worker_id=self.process.pk,
+                deadline=now + timedelta(seconds=timeout) if timeout else None,
+            )
             if run.abort_requested_at is not None:
-                abort.set()
-            self.executor.submit(partial(self._execute, run, abort))
+                execution.abort.set()
+            self._executions[execution.key] = execution
+            execution.handle = self.executor.submit(partial(self._execute, execution))
         return bool(runs)
 
-    def _execute(self, run: Run, abort: threading.Event) -> None:
+    def _execute(self, execution: Execution) -> None:
         try:
-            execute(run, abort=abort, now=self.clock.now)
+            execute(
+                execution,
+                now=self.clock.now,
+                deliver=lambda report: self._reports.append((execution, report)),
+            )
         finally:
-            self._aborts.pop(run.pk, None)
             self._wake.set()
+
+    def _prune(self, now: datetime) -> bool:
+        """Delete old finished runs in bounded batches, when ``WEFT_PRUNE_AFTER`` asks."""
+        keep = weft_settings.PRUNE_AFTER
+        if keep is None or (self._next_prune is not None and now < self._next_prune):
+            return False
+        batch = weft_settings.PRUNE_BATCH_SIZE
+        deleted = prune_batch(before=now - keep, size=batch)
+        if deleted < batch:
+            self._next_prune = now + weft_settings.PRUNE_INTERVAL
+        if deleted:
+            logger.info("pruned %d finished run(s) older than %s", deleted, keep)
+        return deleted > 0
 
     def _on_notify(self, payload: str) -> None:
         kind, _, run_id = payload.partition(":")
         if kind == "abort":
-            for pk, event in list(self._aborts.items()):
-                if str(pk) == run_id:
-                    event.set()
+            for execution in list(self._executions.values()):
+                if str(execution.run.pk) == run_id:
+                    execution.abort.set()
             return
         self._wake.set()
 
@@ -272,15 +451,78 @@ class Worker:
         if upcoming is not None:
             logger.info("next fire: %s at %s", upcoming.name, upcoming.next_due)
 
+    # -- shutdown ---------------------------------------------------------------------------
 
-def _drop_broken_connections() -> None:
-    """Reconnect after a database error, but keep a healthy connection for ever.
+    def _wait_for_runs(self) -> bool:
+        """Wait out the grace, then abort; True once every run has ended.
 
-    The worker is one long request: ``close_old_connections()`` would honour
-    ``CONN_MAX_AGE = 0`` and reconnect at every step of the loop.
-    """
-    for connection in connections.all(initialized_only=True):
-        if connection.connection is not None and connection.errors_occurred:
-            if not connection.is_usable():
-                connection.close()
-            connection.errors_occurred = False
+        A second signal stops the waiting. Runs that still have not reached a
+        ``sleep()``/``check()`` then are finished as aborted here, because the process
+        is about to exit under them; ``abandoned`` tells the command to exit at once.
+        """
+        if self._drain(self.shutdown_grace):
+            return True
+        running = [execution for execution in self._executions.values() if not execution.given_up]
+        logger.warning("aborting %d run(s) still running at shutdown", len(running))
+        self._guarded("abort at shutdown", partial(self._request_aborts, running))
+        if self._drain(None):
+            return True
+        for execution in running:
+            if execution.key in self._executions and not execution.given_up:
+                execution.given_up = True
+                stopped = report_of(execution, RunStatus.ABORTED, error=STOPPED_BY_WORKER)
+                self._reports.append((None, stopped))
+        self.abandoned = True
+        return False
+
+    @staticmethod
+    def _request_aborts(executions: list[Execution], now: datetime) -> None:
+        for run in Run.objects.filter(pk__in=[e.run.pk for e in executions]):
+            run.record_abort_request(now)
+        for execution in executions:
+            execution.abort.set()
+
+    def _drain(self, seconds: float | None) -> bool:
+        """Keep beating and recording while runs end; True once none is left.
+
+        ``seconds=None`` waits until a second signal, then a second more.
+        """
+        deadline = None if seconds is None else time.monotonic() + seconds
+        while True:
+            self._shutdown_steps()
+            if not self._live_executions():
+                return True
+            if self._forced.is_set():
+                self.executor.wait_idle(1.0)
+                self._shutdown_steps()
+                return not self._live_executions()
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            self.executor.wait_idle(0.1)
+
+    def _shutdown_steps(self) -> None:
+        if self.process is None or (self.outage.ongoing and self.outage.wait() > 0):
+            return
+        for name, step in (("heartbeat", self._beat), ("finish", self._record_reports)):
+            if self._guarded(name, step) is FAILED:
+                return
+
+    def _live_executions(self) -> bool:
+        return any(not execution.given_up for execution in self._executions.values())
+
+    def _record_remaining_reports(self) -> None:
+        """Record what is left; through an outage, until the grace is over or a second signal."""
+        deadline = time.monotonic() + max(self.shutdown_grace, 1.0)
+        while self._reports and self.process is not None:
+            if self._guarded("finish", self._record_reports) is not FAILED:
+                return
+            if self._forced.is_set() or time.monotonic() >= deadline:
+                break
+            time.sleep(self.outage.wait())
+        if self._reports:
+            logger.error(
+                "exiting with %d outcome(s) the database did not take; other workers will "
+                "finish those runs as lost: %s",
+                len(self._reports),
+                ", ".join(f"{report.run_id} ({report.status})" for _, report in self._reports),
+            )

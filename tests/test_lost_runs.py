@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from django_weft.jobs import registry
 from django_weft.models import Document, Run, RunStatus, WorkerProcess
-from django_weft.runs import finish_lost
+from django_weft.reaping import finish_lost
 from tests.processes import runjobs, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

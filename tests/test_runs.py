@@ -17,9 +17,10 @@ from django_weft.exceptions import (
     IdempotencyKeyReused,
     InvalidArgs,
 )
+from django_weft.finishing import finish
 from django_weft.jobs import registry
 from django_weft.models import Document, Run, RunStatus
-from django_weft.runs import abort, finish
+from django_weft.runs import abort
 from django_weft.worker import Worker
 from example_project.shell.jobs import shell
 from tests.processes import wait_for

@@ -20,9 +20,9 @@ from django.db.models.signals import post_save
 from django.test.utils import CaptureQueriesContext
 
 from django_weft.context import RunContext
+from django_weft.finishing import Claim, finish
 from django_weft.jobs import Job, registry
 from django_weft.models import CatchUp, LastStatus, Overlap, Run, RunStatus, Schedule
-from django_weft.runs import finish
 from django_weft.scheduler import Scheduler, decide
 from django_weft.testing import DrivenClock
 from django_weft.worker import Worker
@@ -997,7 +997,8 @@ def test_refused_one_off_is_not_started_and_fires_once_allowed(
     assert dues(row) == []
     assert [f["error_type"] for f in failures] == ["ConcurrencyLimitReached"]
 
-    finish(blocker.pk, RunStatus.DONE, now=clock.now())
+    assert worker.process is not None
+    finish(blocker.pk, RunStatus.DONE, now=clock.now(), claim=Claim(worker.process.pk, 0))
     clock.advance(timedelta(minutes=2))
     assert dues(row) == [due]
     assert stored(row).last_status == LastStatus.OK

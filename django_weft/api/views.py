@@ -48,6 +48,7 @@ from django_weft.exceptions import (
 )
 from django_weft.jobs import registry
 from django_weft.models import Run, Schedule
+from django_weft.scheduler import run_now
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -307,6 +308,6 @@ class ScheduleViewSet(ScheduleViewSetBase):
     def run_now(self, request: Request, pk: str | None = None) -> Response:
         schedule = self.get_object()
         with refusals():
-            run = runs.run_now(schedule)
+            run = run_now(schedule)
         view = RunViewSerializer(run, context=self.get_serializer_context())
         return Response(view.data, status=status.HTTP_201_CREATED)

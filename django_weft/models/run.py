@@ -98,9 +98,13 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     abort_requested_at = models.DateTimeField(null=True, blank=True)
+    retry_at = models.DateTimeField(
+        null=True, blank=True, help_text="A retried run is not claimed before this moment."
+    )
     result = models.JSONField(null=True, blank=True)
     error_type = models.CharField(max_length=200, blank=True)
     error_message = models.TextField(blank=True)
+    error_traceback = models.TextField(blank=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -135,6 +139,8 @@ class Run(models.Model):
                 name="weft_run_unfinished",
                 condition=models.Q(status__in=UNFINISHED),
             ),
+            # Pruning and the overview read finished runs by when they finished.
+            models.Index(fields=["finished_at"], name="weft_run_finished_at"),
         ]
 
     def __str__(self) -> str:

@@ -1,0 +1,260 @@
+"""The finish step: a run's outcome, written in one transaction, by the run's owner only.
+
+An attempt that ends reports an :class:`AttemptReport`. :func:`record_attempt` turns it
+into either a retry (the run goes back to the queue, the attempt is kept as an
+:class:`~django_weft.models.Attempt`) or the run's outcome (:func:`finish`, with the
+job's finish hook and the schedule's last-run record in the same transaction).
+
+Every write here is conditional on who owns the run: a running run is finished only by
+the worker that claimed it, for the attempt it claimed; a queued run (no owner yet) only
+while it is still queued. The row count says who won, so an outcome is recorded once
+however many workers try, and a worker that was declared dead cannot overwrite what
+another recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.utils import timezone
+
+from django_weft import live
+from django_weft.jobs import registry
+from django_weft.models import Attempt, Run, RunStatus, Schedule
+from django_weft.outcomes import FinishContext, Outcome
+from django_weft.scheduler import record_on_schedule
+from django_weft.signals import run_finished, schedule_failed
+from django_weft.tracebacks import ErrorRecord, record_error
+
+logger = logging.getLogger("django_weft.runs")
+
+NO_ERROR = ErrorRecord("", "", "")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Who holds a running run: the worker that claimed it, for which attempt.
+
+    ``worker_id`` is ``None`` only for a running run whose worker row was deleted.
+    """
+
+    worker_id: uuid.UUID | None
+    attempt: int
+
+
+@dataclass(frozen=True)
+class AttemptReport:
+    """How one attempt of a claimed run ended, as its worker reports it.
+
+    ``worker_id`` and ``attempt`` are those of the claim: only that worker's report for
+    that attempt can finish the run. ``error_class`` is the exception type that ended it
+    (``None`` when nothing raised), which a retry policy may refuse to retry.
+    """
+
+    run_id: uuid.UUID
+    job: str
+    worker_id: uuid.UUID | None
+    attempt: int
+    started_at: datetime | None
+    status: RunStatus
+    result: Any = None
+    error: ErrorRecord = NO_ERROR
+    error_class: type[BaseException] | None = field(default=None, compare=False)
+
+    @property
+    def claim(self) -> Claim:
+        return Claim(self.worker_id, self.attempt)
+
+
+def record_attempt(report: AttemptReport, *, now: datetime) -> Run | None:
+    """Record how an attempt ended: a retry if the job's policy allows one, else the outcome.
+
+    Returns the run as recorded, or ``None`` when the report came too late (the run was
+    finished or retried by someone else, e.g. as lost): then nothing is written.
+    """
+    job = registry.get(report.job) if report.job in registry else None
+    if job is not None and job.retries(report.status, report.attempt, report.error_class):
+        assert job.retry is not None
+        delay = timedelta(seconds=job.retry.delay(report.attempt))
+        return _retry(report, now=now, retry_at=now + delay)
+    return finish(
+        report.run_id,
+        report.status,
+        now=now,
+        claim=report.claim,
+        result=report.result,
+        error=report.error,
+    )
+
+
+def _retry(report: AttemptReport, *, now: datetime, retry_at: datetime) -> Run | None:
+    """Put the run back in the queue for its next attempt, keeping this one on record."""
+    with transaction.atomic():
+        won = _owned(report.run_id, report.claim).update(
+            status=RunStatus.QUEUED,
+            worker=None,
+            retry_at=retry_at,
+            error_type=report.error.type,
+            error_message=report.error.message,
+            error_traceback=report.error.traceback,
+        )
+        if not won:
+            _log_late(report.run_id, report.claim)
+            return None
+        Attempt.objects.create(
+            run_id=report.run_id,
+            number=report.attempt,
+            worker_id=report.worker_id,
+            status=report.status,
+            started_at=report.started_at,
+            ended_at=now,
+            error_type=report.error.type,
+            error_message=report.error.message,
+            error_traceback=report.error.traceback,
+        )
+        live.run_changed(report.run_id)
+    logger.info(
+        "%s run %s attempt %d ended %s; attempt %d at %s",
+        report.job,
+        report.run_id,
+        report.attempt,
+        report.status,
+        report.attempt + 1,
+        retry_at.isoformat(),
+    )
+    return Run.objects.filter(pk=report.run_id).first()
+
+
+def _owned(run_id: uuid.UUID, claim: Claim | None) -> Any:
+    """The run, if ``claim`` holds it; without a claim, the run if it is still queued."""
+    if claim is None:
+        return Run.objects.filter(pk=run_id, status=RunStatus.QUEUED)
+    return Run.objects.filter(
+        pk=run_id, status=RunStatus.RUNNING, worker_id=claim.worker_id, attempt=claim.attempt
+    )
+
+
+def _log_late(run_id: uuid.UUID, claim: Claim | None) -> None:
+    if claim is None:
+        # Finishing a queued run (an abort) loses to a claim in the normal course.
+        logger.debug("run %s was no longer queued", run_id)
+        return
+    current = Run.objects.filter(pk=run_id).values("status", "worker_id", "attempt").first()
+    if current is None:
+        logger.warning("outcome of run %s discarded: the run no longer exists", run_id)
+    elif current["status"] != RunStatus.RUNNING and (current["worker_id"], current["attempt"]) == (
+        claim.worker_id,
+        claim.attempt,
+    ):
+        # A commit that failed on the way back had in fact gone through.
+        logger.info("outcome of run %s was already recorded (%s)", run_id, current["status"])
+    else:
+        logger.warning(
+            "late outcome of run %s (attempt %s) discarded: it is %s, attempt %s, elsewhere",
+            run_id,
+            claim.attempt,
+            current["status"],
+            current["attempt"],
+        )
+
+
+def finish(
+    run_id: uuid.UUID,
+    status: RunStatus,
+    *,
+    now: datetime,
+    claim: Claim | None = None,
+    result: Any = None,
+    error: ErrorRecord = NO_ERROR,
+) -> Run | None:
+    """Record the outcome in one transaction with the job's finish hook.
+
+    With ``claim`` the run must be running under that claim; without, it must still be
+    queued (an abort before any worker claimed it). The hook runs on the
+    code deployed now; what it changes or starts commits with the outcome, and if it
+    raises, none of it does and the run records the hook's failure.
+    Returns the finished run, or None when the run was not that caller's to finish.
+    """
+    with transaction.atomic():
+        won = _owned(run_id, claim).update(
+            status=status,
+            finished_at=now,
+            result=result,
+            error_type=error.type,
+            error_message=error.message,
+            error_traceback=error.traceback,
+        )
+        if not won:
+            _log_late(run_id, claim)
+            return None
+        run = Run.objects.select_related("state", "owner").get(pk=run_id)
+        _run_finish_hook(run, now)
+        if run.schedule_id is not None:
+            record_on_schedule(run, now)
+        live.run_changed(run.pk)
+        transaction.on_commit(lambda: _announce(run))
+    logger.info("finished %s run %s: %s", run.job, run.pk, run.status)
+    return run
+
+
+def _run_finish_hook(run: Run, now: datetime) -> None:
+    job = registry.get(run.job) if run.job in registry else None
+    if job is None or job.finish_hook is None:
+        return
+    outcome = Outcome(
+        kind=str(run.status),
+        run=run,
+        args=run.args,
+        state=run.state.data if run.state is not None else None,
+        result=run.result,
+        error_type=run.error_type,
+        error_message=run.error_message,
+    )
+    try:
+        with transaction.atomic():
+            job.finish_hook(outcome, FinishContext(run=run, now=now))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:
+        logger.exception("finish hook of %s run %s failed", run.job, run.pk)
+        hook = record_error(error)
+        failure = f"finish hook failed: {hook.type}: {hook.message}"
+        if run.status == RunStatus.DONE:
+            run.status, run.error_type, run.error_message = RunStatus.FAILED, hook.type, failure
+        else:
+            run.error_message = f"{run.error_message}; {failure}" if run.error_message else failure
+        run.error_traceback = "\n".join(filter(None, [run.error_traceback, hook.traceback]))
+        run.save(update_fields=["status", "error_type", "error_message", "error_traceback"])
+
+
+def _announce(run: Run) -> None:
+    run_finished.send(sender=Run, run=run)
+    if run.schedule is not None and run.status != RunStatus.DONE:
+        schedule_failed.send(
+            sender=Schedule,
+            schedule=run.schedule,
+            run=run,
+            error_type=run.error_type or str(run.status),
+            message=run.error_message or f"the run was {run.status}",
+        )
+
+
+def abort(run: Run, *, now: datetime | None = None) -> bool:
+    """Request an abort. A run no worker has claimed (queued or blocked) ends at once.
+
+    Returns False when the run had already finished, or its abort was requested before.
+    """
+    moment = now or timezone.now()
+    if not run.record_abort_request(moment):
+        return False
+    finish(run.pk, RunStatus.ABORTED, now=moment)
+    return True
+
+
+aabort = sync_to_async(abort)

@@ -1,0 +1,166 @@
+"""The start step: a run's intent, written in one transaction.
+
+Everything that starts a run comes through here: a call, the API, a socket, the admin, a
+schedule's fire, a finish hook's chained start. :func:`start` opens its own transaction;
+:func:`insert_run` writes into the caller's (a fire, a finish), so that the run exists
+only if the caller's work commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from asgiref.sync import sync_to_async
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from django_weft import live
+from django_weft.exceptions import ConcurrencyLimitReached, IdempotencyKeyReused
+from django_weft.models import Document, Run, Schedule
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+    from django_weft.jobs import Job
+
+logger = logging.getLogger("django_weft.runs")
+
+
+def start(
+    job: Job,
+    args: Mapping[str, Any] | None = None,
+    *,
+    key: str | None = None,
+    owner: AbstractBaseUser | None = None,
+    now: datetime | None = None,
+) -> Run:
+    """Start a run of ``job`` in its own transaction and return it at once.
+
+    Raises :class:`~django_weft.exceptions.InvalidArgs` for args that fail the job's
+    serializer and :class:`~django_weft.exceptions.StartRefused` (concurrency limit,
+    reused key); in both cases nothing is written. With ``key`` a resent start returns
+    the run the first one made.
+    """
+    return start_or_get(job, args, key=key, owner=owner, now=now)[0]
+
+
+def start_or_get(
+    job: Job,
+    args: Mapping[str, Any] | None = None,
+    *,
+    key: str | None = None,
+    owner: AbstractBaseUser | None = None,
+    now: datetime | None = None,
+) -> tuple[Run, bool]:
+    """Like :func:`start`, also saying whether this call created the run.
+
+    False means ``key`` named a run an earlier start made (an HTTP API answers 200
+    instead of 201 then).
+    """
+    with transaction.atomic():
+        return _insert(job, args, key=key, owner=owner, now=now)
+
+
+astart = sync_to_async(start)
+
+
+def insert_run(
+    job: Job,
+    args: Mapping[str, Any] | None,
+    *,
+    key: str | None = None,
+    owner: AbstractBaseUser | None = None,
+    schedule: Schedule | None = None,
+    due: datetime | None = None,
+    now: datetime | None = None,
+    validated: bool = False,
+) -> Run:
+    """Write the start of a run into the caller's transaction (a schedule's fire, a finish).
+
+    Opens none of its own: the run exists only if the caller commits.
+    """
+    return _insert(
+        job, args, key=key, owner=owner, schedule=schedule, due=due, now=now, validated=validated
+    )[0]
+
+
+def _insert(
+    job: Job,
+    args: Mapping[str, Any] | None,
+    *,
+    key: str | None = None,
+    owner: AbstractBaseUser | None = None,
+    schedule: Schedule | None = None,
+    due: datetime | None = None,
+    now: datetime | None = None,
+    validated: bool = False,
+) -> tuple[Run, bool]:
+    stored = dict(args or {}) if validated else job.validate_args(args)
+    concurrency_key = ""
+    if job.concurrency is not None:
+        concurrency_key = (
+            job.concurrency_key(stored, owner) if job.concurrency_key else None
+        ) or ""
+        _serialize_starts(job.name, concurrency_key)
+    if key is not None and (existing := _run_for_key(job, key, stored)) is not None:
+        return existing, False
+    if job.concurrency is not None:
+        unfinished = Run.objects.unfinished().filter(job=job.name, concurrency_key=concurrency_key)
+        if unfinished.count() >= job.concurrency:
+            raise ConcurrencyLimitReached(job.name, job.concurrency, concurrency_key or None)
+    run = Run(
+        id=uuid.uuid4(),
+        job=job.name,
+        job_version=job.version,
+        args=stored,
+        owner=cast(Any, owner),  # AUTH_USER_MODEL, whatever class the project swapped in
+        schedule=schedule,
+        due=due,
+        idempotency_key=key,
+        concurrency_key=concurrency_key,
+        queue=job.queue,
+        created_at=now or timezone.now(),
+    )
+    # Only a keyed start can lose an insert race it must survive (by returning the
+    # winner), so only it pays for a savepoint; a schedule's fire has its own.
+    try:
+        with transaction.atomic() if key is not None else contextlib.nullcontext():
+            if job.state is not None:
+                run.state = Document.objects.create(
+                    key=f"run:{run.id}",
+                    schema=job.state.name,
+                    version=job.state.version,
+                    data=job.state.initial(),
+                )
+            run.save(force_insert=True)
+    except IntegrityError:
+        # Two starts with one key raced; the other insert won and is returned.
+        if key is None or (existing := _run_for_key(job, key, stored)) is None:
+            raise
+        return existing, False
+    live.run_changed(run.pk)
+    logger.info("started %s run %s", job.name, run.pk)
+    return run, True
+
+
+def _run_for_key(job: Job, key: str, stored: dict[str, Any]) -> Run | None:
+    existing = Run.objects.filter(job=job.name, idempotency_key=key).first()
+    if existing is not None and existing.args != stored:
+        raise IdempotencyKeyReused(job.name, key)
+    return existing
+
+
+def _serialize_starts(job: str, key: str) -> None:
+    """Make concurrent starts of one job and key take turns until their commit.
+
+    PostgreSQL gets a transaction-level advisory lock; SQLite serializes writing
+    transactions itself (use ``"transaction_mode": "IMMEDIATE"``, check W001).
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"weft:{job}:{key}"])

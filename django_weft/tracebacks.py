@@ -1,0 +1,31 @@
+"""What an error looks like once it is stored: its type, its message, its traceback.
+
+Pure: used by the run step and the finish step alike, so a run's error and a finish
+hook's error are recorded the same way.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+
+#: Longest stored traceback, in characters. The end is kept: the frame that raised and
+#: the exception itself are what an operator reads first.
+MAX_TRACEBACK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """An exception as a run stores it."""
+
+    type: str
+    message: str
+    traceback: str
+
+
+def record_error(error: BaseException) -> ErrorRecord:
+    """The record of ``error``, its traceback cut to its last ``MAX_TRACEBACK`` characters."""
+    text = "".join(traceback.format_exception(error))
+    if len(text) > MAX_TRACEBACK:
+        text = "…(earlier frames cut)\n" + text[-MAX_TRACEBACK:]
+    return ErrorRecord(type(error).__name__, str(error), text)
