@@ -211,9 +211,12 @@ class Worker:
                 continue
             if once and not self._live_executions() and self.executor.wait_idle(0):
                 return
+            wakeup = self._guarded("sleep", lambda now: self.next_wakeup())
+            if wakeup is FAILED:
+                continue
             # Never sleep past a heartbeat: other workers count silence as death.
             longest = min(self.poll_interval, weft_settings.HEARTBEAT_INTERVAL)
-            self.clock.sleep_until(self.next_wakeup(), self._wake, longest)
+            self.clock.sleep_until(wakeup, self._wake, longest)  # type: ignore[arg-type]
 
     def tick(self) -> bool:
         """One round of steps; True if any did work.
@@ -262,7 +265,19 @@ class Worker:
         return result
 
     def next_wakeup(self) -> datetime | None:
-        return self.scheduler.next_due() if self.schedules else None
+        """The next moment something is due here: a fire, a retry, a run's timeout."""
+        moments = [Run.objects.next_retry(), *self._deadlines()]
+        if self.schedules:
+            moments.append(self.scheduler.next_due())
+        return min((moment for moment in moments if moment is not None), default=None)
+
+    def _deadlines(self) -> list[datetime]:
+        grace = timedelta(seconds=weft_settings.TIMEOUT_GRACE)
+        return [
+            execution.deadline + grace if execution.timed_out else execution.deadline
+            for execution in self._executions.values()
+            if execution.deadline is not None and not execution.given_up
+        ]
 
     def jobs(self) -> list[Job]:
         return [job for job in registry if self.job_names is None or job.name in self.job_names]

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from typing import Any
 
+from django.db import connection
 from rest_framework import serializers
 
 from django_weft.context import RunContext
 from django_weft.exceptions import RunAborted
 from django_weft.jobs import StateSpec, job
 from django_weft.outcomes import FinishContext, Outcome
+from django_weft.retries import Retry
 
 
 @job("tests.broken")
@@ -158,3 +161,102 @@ def forgets_to_flush(ctx: RunContext) -> None:
     for line in ("first\n", "last\n"):
         lines.append(line)
         throttle.mark()
+
+
+@job("tests.flaky", retry=Retry(max_attempts=3, backoff=60, jitter=0))
+def flaky(ctx: RunContext) -> int:
+    """Fails its first two attempts, succeeds on the third."""
+    if ctx.attempt < 3:
+        raise ConnectionError(f"attempt {ctx.attempt} could not reach the mail server")
+    return ctx.attempt
+
+
+@flaky.finish
+def flaky_finished(outcome: Outcome, tx: FinishContext) -> None:
+    """Counts finishes per run: retried attempts must not run the hook."""
+    key = f"tests:finishes:{outcome.run.pk}"
+    tx.change(
+        tx.document(key, schema="tests.finishes", initial=lambda: {"count": 0, "kinds": []}),
+        lambda data: data.update(count=data["count"] + 1, kinds=[*data["kinds"], outcome.kind]),
+    )
+
+
+@job("tests.always_fails", retry=Retry(max_attempts=2, backoff=10, jitter=0))
+def always_fails(ctx: RunContext) -> None:
+    """Fails every attempt: ends failed once its attempts are used up."""
+    raise ValueError(f"attempt {ctx.attempt} failed too")
+
+
+@job(
+    "tests.never_retried",
+    retry=Retry(max_attempts=5, backoff=10, jitter=0, never=(LookupError,)),
+)
+def never_retried(ctx: RunContext) -> None:
+    """Raises an error its policy never retries."""
+    raise KeyError("no such row")
+
+
+class RaiseArgs(serializers.Serializer[Any]):
+    kind = serializers.ChoiceField(choices=["system_exit", "keyboard_interrupt", "cancelled"])
+
+
+@job("tests.raises_base", args=RaiseArgs)
+def raises_base(ctx: RunContext, kind: str) -> None:
+    """Raises a BaseException that is not an Exception."""
+    if kind == "system_exit":
+        raise SystemExit(3)
+    if kind == "keyboard_interrupt":
+        raise KeyboardInterrupt
+    raise asyncio.CancelledError("cancelled by the job")
+
+
+@job("tests.cancelled_on_abort", args=SleepArgs)
+async def cancelled_on_abort(ctx: RunContext, seconds: float) -> None:
+    """An async job that turns an abort into CancelledError, as asyncio code does."""
+    try:
+        await ctx.asleep(seconds)
+    except RunAborted:
+        raise asyncio.CancelledError("the abort cancelled it") from None
+
+
+@job("tests.slow", args=SleepArgs, timeout=0.5)
+def slow(ctx: RunContext, seconds: float) -> None:
+    """Sleeps through the run context past its timeout: stopped by it."""
+    ctx.sleep(seconds)
+
+
+@job("tests.stubborn", args=SleepArgs, timeout=0.3, concurrency=1)
+def stubborn(ctx: RunContext, seconds: float) -> str:
+    """Ignores its timeout (never sleeps or checks); at most one unfinished run."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    return "finished after all"
+
+
+@job(
+    "tests.retried_when_lost",
+    args=SleepArgs,
+    retry=Retry(max_attempts=2, backoff=0, jitter=0, on=frozenset({"lost"})),
+)
+def retried_when_lost(ctx: RunContext, seconds: float) -> int:
+    """Sleeps; retried once when its worker dies under it."""
+    ctx.sleep(seconds)
+    return ctx.attempt
+
+
+@retried_when_lost.finish
+def retried_when_lost_finished(outcome: Outcome, tx: FinishContext) -> None:
+    flaky_finished(outcome, tx)
+
+
+#: Every connection ``tests.connection_id`` saw, kept alive so that ids are never reused.
+SEEN_CONNECTIONS: list[object] = []
+
+
+@job("tests.connection_id")
+def connection_id(ctx: RunContext) -> int:
+    """Returns the id of the database connection object its thread used."""
+    connection.ensure_connection()
+    SEEN_CONNECTIONS.append(connection.connection)
+    return id(connection.connection)

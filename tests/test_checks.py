@@ -170,6 +170,7 @@ SECONDS = [
     "WEFT_HEARTBEAT_INTERVAL",
     "WEFT_LOST_AFTER",
     "WEFT_ABORT_POLL_INTERVAL",
+    "WEFT_TIMEOUT_GRACE",
 ]
 
 
@@ -314,3 +315,37 @@ def test_checks_use_tz_off() -> None:
     """E009: USE_TZ = False is an error; moments are stored aware in UTC."""
     (message,) = only("django_weft.E009")
     assert "USE_TZ" in message.msg
+
+
+# --- E010 / E011 pruning ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["WEFT_PRUNE_AFTER", "WEFT_PRUNE_INTERVAL"])
+@pytest.mark.parametrize("value", [timedelta(0), timedelta(days=-1), 30, "30d"])
+def test_checks_prune_durations_invalid(name: str, value: object) -> None:
+    """E010: a pruning age or interval that is not a positive timedelta is an error naming it."""
+    with override_settings(**{name: value}):
+        (message,) = only("django_weft.E010")
+    assert name in message.msg
+    assert repr(value) in message.msg
+
+
+@pytest.mark.django_db
+def test_checks_prune_interval_is_not_optional() -> None:
+    """E010: pruning may be off (WEFT_PRUNE_AFTER = None), its interval may not be None."""
+    with override_settings(WEFT_PRUNE_AFTER=None):
+        assert weft_messages() == []
+    with override_settings(WEFT_PRUNE_INTERVAL=None):
+        (message,) = only("django_weft.E010")
+    assert "WEFT_PRUNE_INTERVAL must be a positive timedelta, not None" in message.msg
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", [0, -5, 2.5, "1000", True])
+def test_checks_prune_batch_size_invalid(value: object) -> None:
+    """E011: a batch size that is not a positive whole number is an error naming it."""
+    with override_settings(WEFT_PRUNE_BATCH_SIZE=value):
+        (message,) = only("django_weft.E011")
+    assert "WEFT_PRUNE_BATCH_SIZE" in message.msg
+    assert repr(value) in message.msg

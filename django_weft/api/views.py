@@ -9,11 +9,13 @@ valid request the present state refuses, with a ``code``); a refusal writes noth
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib.auth import get_user_model
+from django.db import InterfaceError, OperationalError
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -61,6 +63,10 @@ else:
 
 #: The request header a client sets to make a start safe to resend.
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+#: Seconds a client is told to wait before resending a request refused by an outage.
+RETRY_AFTER_OUTAGE = 5
+
+logger = logging.getLogger("django_weft.api")
 
 BAD_REQUEST = OpenApiResponse(
     OpenApiTypes.OBJECT, description="Invalid input: the body maps each bad field to messages."
@@ -70,6 +76,10 @@ FORBIDDEN = OpenApiResponse(
 )
 CONFLICT = OpenApiResponse(
     RefusalSerializer, description="Valid, but refused by the present state; see ``code``."
+)
+UNAVAILABLE = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="The database is unavailable (code database_unavailable); resend later.",
 )
 
 
@@ -100,6 +110,34 @@ def refusals() -> Iterator[None]:
         raise Conflict(error, "idempotency_key_reused") from error
 
 
+class DatabaseUnavailable(APIException):
+    """503: the database did not answer (a restart, a failover); the request may be resent."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "The database is unavailable; try again in a few seconds."
+    default_code = "database_unavailable"
+
+    def __init__(self) -> None:
+        super().__init__({"detail": self.default_detail, "code": self.default_code})
+
+
+class WeftViewSetMixin:
+    """What every API view shares: a database outage answers 503, not 500.
+
+    Nothing was written (the transaction could not commit), so a client may resend; with
+    an ``Idempotency-Key`` a resent start can never make a second run.
+    """
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, OperationalError | InterfaceError):
+            logger.warning("API request refused, the database is unavailable: %s", exc)
+            response: Response = super().handle_exception(DatabaseUnavailable())  # type: ignore[misc]
+            response["Retry-After"] = str(RETRY_AFTER_OUTAGE)
+            return response
+        handled: Response = super().handle_exception(exc)  # type: ignore[misc]
+        return handled
+
+
 class Pagination(LimitOffsetPagination):
     """``?limit=&offset=``; a list without ``limit`` gets the first ``default_limit`` rows."""
 
@@ -116,7 +154,9 @@ class Pagination(LimitOffsetPagination):
     ),
     retrieve=extend_schema(summary="Read a run", responses={200: RunViewSerializer}),
 )
-class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, RunViewSetBase):
+class RunViewSet(
+    WeftViewSetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, RunViewSetBase
+):
     """Runs: every signed-in user may list and read them; see the permissions module."""
 
     queryset = Run.objects.select_related("owner", "schedule", "state").order_by(
@@ -163,6 +203,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, RunViewSetBas
             400: BAD_REQUEST,
             403: FORBIDDEN,
             409: CONFLICT,
+            503: UNAVAILABLE,
         },
     )
     def create(self, request: Request) -> Response:
@@ -215,6 +256,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, RunViewSetBas
             403: FORBIDDEN,
             404: OpenApiResponse(description="No such run."),
             409: CONFLICT,
+            503: UNAVAILABLE,
         },
     )
     @action(detail=True, methods=["post"])
@@ -261,7 +303,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, RunViewSetBas
         responses={204: None, 403: FORBIDDEN},
     ),
 )
-class ScheduleViewSet(ScheduleViewSetBase):
+class ScheduleViewSet(WeftViewSetMixin, ScheduleViewSetBase):
     """Schedules: every signed-in user may list and read them; see the permissions module.
 
     Writes are validated by :meth:`Schedule.save` (plan, zone, job and args), the same
@@ -302,7 +344,13 @@ class ScheduleViewSet(ScheduleViewSetBase):
             "schedule's owner."
         ),
         request=None,
-        responses={201: RunViewSerializer, 400: BAD_REQUEST, 403: FORBIDDEN, 409: CONFLICT},
+        responses={
+            201: RunViewSerializer,
+            400: BAD_REQUEST,
+            403: FORBIDDEN,
+            409: CONFLICT,
+            503: UNAVAILABLE,
+        },
     )
     @action(detail=True, methods=["post"], url_path="run-now")
     def run_now(self, request: Request, pk: str | None = None) -> Response:

@@ -37,6 +37,14 @@ class RunQuerySet(models.QuerySet["Run"]):
     def finished(self) -> RunQuerySet:
         return self.exclude(status__in=UNFINISHED)
 
+    def next_retry(self) -> datetime | None:
+        """When the earliest run waiting for a retry may be claimed."""
+        waiting = self.filter(status=RunStatus.QUEUED, retry_at__isnull=False)
+        first: datetime | None = (
+            waiting.order_by("retry_at").values_list("retry_at", flat=True).first()
+        )
+        return first
+
     def claimable(self, jobs: Iterable[Job], queues: Iterable[str] | None = None) -> RunQuerySet:
         """Queued runs this process's code can execute: name and version both deployed."""
         deployed = models.Q(pk__in=[])
@@ -141,6 +149,12 @@ class Run(models.Model):
             ),
             # Pruning and the overview read finished runs by when they finished.
             models.Index(fields=["finished_at"], name="weft_run_finished_at"),
+            # A worker sleeps until the next retry is due.
+            models.Index(
+                fields=["retry_at"],
+                name="weft_run_retry_at",
+                condition=models.Q(status=RunStatus.QUEUED, retry_at__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -1,0 +1,50 @@
+"""``manage.py prunejobs --older-than 30d``: delete old finished runs in bounded batches."""
+
+from __future__ import annotations
+
+from datetime import UTC
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+from django.utils import timezone
+
+from django_weft.conf import weft_settings
+from django_weft.management.commands.runjobs import duration, positive_int
+from django_weft.pruning import prune_batch
+
+
+class Command(BaseCommand):
+    help = (
+        "Delete finished runs (with their earlier attempts and state documents) that "
+        "finished longer ago than --older-than; each schedule's last run is kept."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--older-than",
+            type=duration,
+            required=True,
+            metavar="DURATION",
+            help="Delete runs that finished longer ago than this (30d, 12h, 2w, ...).",
+        )
+        parser.add_argument(
+            "--batch-size",
+            type=positive_int,
+            default=None,
+            help="Runs per transaction (default: WEFT_PRUNE_BATCH_SIZE).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        older_than = options["older_than"]
+        if isinstance(older_than, str):
+            older_than = duration(older_than)
+        size = options["batch_size"] or weft_settings.PRUNE_BATCH_SIZE
+        before = (timezone.now() - older_than).astimezone(UTC)
+        total = 0
+        while deleted := prune_batch(before=before, size=size):
+            total += deleted
+            if options["verbosity"] > 1:
+                self.stdout.write(f"deleted {deleted} run(s); {total} so far")
+        self.stdout.write(
+            f"deleted {total} run(s) that finished before {before:%Y-%m-%d %H:%M:%S} UTC"
+        )
