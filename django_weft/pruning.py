@@ -12,7 +12,7 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from django_weft.models import Document, Run, Schedule
+from django_weft.models import Document, Run, Schedule, WorkerProcess
 from django_weft.models.run import UNFINISHED
 
 
@@ -39,9 +39,17 @@ def prune_batch(*, before: datetime, size: int) -> int:
         return len(run_ids)
 
 
+def prune_workers(*, before: datetime) -> int:
+    """Delete the rows of worker processes that stopped before ``before``."""
+    deleted, _ = WorkerProcess.objects.filter(stopped_at__lt=before).delete()
+    return deleted
+
+
 def prune(*, before: datetime, size: int) -> int:
-    """Delete every run that finished before ``before``, ``size`` at a time."""
+    """Delete every run that finished before ``before``, ``size`` at a time, then the rows
+    of workers that stopped before it; returns how many runs went."""
     total = 0
     while deleted := prune_batch(before=before, size=size):
         total += deleted
+    prune_workers(before=before)
     return total

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
+from pathlib import Path
 
 from django.db import DatabaseError
 
@@ -43,7 +44,7 @@ from django_weft.jobs import Job, registry
 from django_weft.models import Run, RunStatus, Schedule, WorkerProcess
 from django_weft.notify import Listener, can_listen
 from django_weft.outages import Outage
-from django_weft.pruning import prune_batch
+from django_weft.pruning import prune_batch, prune_workers
 from django_weft.reaping import finish_lost
 from django_weft.scheduler import Scheduler
 from django_weft.tracebacks import ErrorRecord
@@ -76,6 +77,7 @@ class Worker:
         schedules: bool = True,
         shutdown_grace: float | None = None,
         poll_interval: float | None = None,
+        health_file: Path | None = None,
     ) -> None:
         self.clock = clock or load_clock()
         concurrency = concurrency or weft_settings.CONCURRENCY
@@ -89,6 +91,10 @@ class Worker:
             weft_settings.SHUTDOWN_GRACE if shutdown_grace is None else shutdown_grace
         )
         self.poll_interval = poll_interval or weft_settings.POLL_INTERVAL
+        #: Touched at least every second while the loop turns, database or not: what a
+        #: liveness probe watches (see docs/deployment.md).
+        self.health_file = health_file
+        self._health_touched = 0.0
         self.scheduler = Scheduler()
         self.process: WorkerProcess | None = None
         self.outage = Outage(logger)
@@ -198,6 +204,7 @@ class Worker:
 
     def _loop(self, *, once: bool) -> None:
         while not self._stopping.is_set():
+            self._touch_health_file()
             if self.tick():
                 continue
             if self.outage.ongoing:
@@ -217,6 +224,15 @@ class Worker:
             # Never sleep past a heartbeat: other workers count silence as death.
             longest = min(self.poll_interval, weft_settings.HEARTBEAT_INTERVAL)
             self.clock.sleep_until(wakeup, self._wake, longest)  # type: ignore[arg-type]
+
+    def _touch_health_file(self) -> None:
+        if self.health_file is None or time.monotonic() - self._health_touched < 1.0:
+            return
+        self._health_touched = time.monotonic()
+        try:
+            self.health_file.touch()
+        except OSError as error:
+            logger.warning("cannot touch the health file %s: %s", self.health_file, error)
 
     def tick(self) -> bool:
         """One round of steps; True if any did work.
@@ -440,12 +456,13 @@ class Worker:
         keep = weft_settings.PRUNE_AFTER
         if keep is None or (self._next_prune is not None and now < self._next_prune):
             return False
-        batch = weft_settings.PRUNE_BATCH_SIZE
-        deleted = prune_batch(before=now - keep, size=batch)
+        batch, before = weft_settings.PRUNE_BATCH_SIZE, now - keep
+        deleted = prune_batch(before=before, size=batch)
         if deleted < batch:
+            prune_workers(before=before)
             self._next_prune = now + weft_settings.PRUNE_INTERVAL
         if deleted:
-            logger.info("pruned %d finished run(s) older than %s", deleted, keep)
+            logger.info("pruned %d run(s) that finished before %s", deleted, before.isoformat())
         return deleted > 0
 
     def _on_notify(self, payload: str) -> None:

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from django_weft.jobs import registry
-from django_weft.models import Attempt, Document, Run, RunStatus, Schedule
+from django_weft.models import Attempt, Document, Run, RunStatus, Schedule, WorkerProcess
 from django_weft.pruning import prune, prune_batch
 from django_weft.testing import DrivenClock
 from django_weft.worker import Worker
@@ -74,10 +74,19 @@ def test_prunejobs_command_deletes_and_says_how_many() -> None:
     """``prunejobs --older-than 30d`` deletes what is older and reports the count."""
     finished_run("failed", 31)
     finished_run("done", 29)
+    long_ago = timezone.now() - 40 * DAY
+    gone = WorkerProcess.objects.create(
+        hostname="h", pid=1, started_at=long_ago, last_beat=long_ago, stopped_at=long_ago
+    )
+    alive = WorkerProcess.objects.create(
+        hostname="h", pid=2, started_at=long_ago, last_beat=timezone.now()
+    )
     out = StringIO()
     call_command("prunejobs", "--older-than", "30d", "--batch-size", "1", stdout=out)
     assert out.getvalue().startswith("deleted 1 run(s) that finished before ")
     assert Run.objects.count() == 1
+    assert list(WorkerProcess.objects.values_list("pk", flat=True)) == [alive.pk]
+    assert not WorkerProcess.objects.filter(pk=gone.pk).exists()
 
 
 @pytest.mark.parametrize("value", ["soon", "0d", "-3d"])

@@ -10,13 +10,14 @@ from django.utils import timezone
 
 from django_weft.conf import weft_settings
 from django_weft.management.commands.runjobs import duration, positive_int
-from django_weft.pruning import prune_batch
+from django_weft.pruning import prune_batch, prune_workers
 
 
 class Command(BaseCommand):
     help = (
         "Delete finished runs (with their earlier attempts and state documents) that "
-        "finished longer ago than --older-than; each schedule's last run is kept."
+        "finished longer ago than --older-than, and the rows of workers that stopped "
+        "before then; each schedule's last run is kept."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -45,6 +46,7 @@ class Command(BaseCommand):
             total += deleted
             if options["verbosity"] > 1:
                 self.stdout.write(f"deleted {deleted} run(s); {total} so far")
+        prune_workers(before=before)
         self.stdout.write(
             f"deleted {total} run(s) that finished before {before:%Y-%m-%d %H:%M:%S} UTC"
         )

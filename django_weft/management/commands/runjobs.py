@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -83,6 +84,7 @@ _CONVERTERS = {
     "plan": duration,
     "since": moment,
     "http": address,
+    "health_file": Path,
 }
 
 
@@ -140,6 +142,14 @@ class Command(BaseCommand):
             "(default: WEFT_SHUTDOWN_GRACE).",
         )
         parser.add_argument(
+            "--health-file",
+            type=Path,
+            default=None,
+            metavar="PATH",
+            help="Touch PATH at least every second while the worker loop turns (also through "
+            "a database outage), for a liveness probe.",
+        )
+        parser.add_argument(
             "--http",
             type=address,
             default=None,
@@ -181,6 +191,7 @@ class Command(BaseCommand):
             jobs=options["jobs"],
             schedules=options["schedules"],
             shutdown_grace=options["shutdown_grace"],
+            health_file=options["health_file"],
         )
         server = AsgiServer(*options["http"]) if options["http"] else None
         previous = self._install_signal_handlers(worker)
