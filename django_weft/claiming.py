@@ -1,17 +1,24 @@
-"""The claim: a worker takes queued runs it can execute, each once.
+"""The claim: a worker takes queued runs it can execute, each once, in one statement.
 
-A claimed run is ``running`` on that worker with its attempt number raised by one; only
-that worker (and attempt) may finish it (see :mod:`django_weft.finishing`).
+``UPDATE ... WHERE id IN (SELECT ... ORDER BY priority DESC, created_at LIMIT n FOR
+UPDATE SKIP LOCKED) RETURNING ...``: the inner select walks the partial index over
+queued runs in claim order and stops after a batch, so its cost does not grow with the
+backlog, and the rows come back from the update itself, with no second read. A claimed
+run is ``running`` on that worker with its attempt number raised by one; only that
+worker (and attempt) may finish it (see :mod:`django_weft.finishing`).
+
+The statement is built once per set of deployed jobs and queues, not per claim.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
+from functools import cache
 from typing import TYPE_CHECKING
 
-from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db import connection
+from django.db.models import Field
 
 from django_weft import live
 from django_weft.models import Run, RunStatus, WorkerProcess
@@ -20,8 +27,13 @@ if TYPE_CHECKING:
     from django_weft.jobs import Job
 
 
+def deployed_pairs(jobs: Iterable[Job]) -> tuple[tuple[str, int], ...]:
+    """The (name, version) pairs a worker running ``jobs`` can execute, in a stable order."""
+    return tuple(sorted((job.name, job.version) for job in jobs))
+
+
 def claim(
-    jobs: Iterable[Job],
+    deployed: Sequence[tuple[str, int]],
     *,
     limit: int,
     worker: WorkerProcess,
@@ -30,32 +42,63 @@ def claim(
 ) -> list[Run]:
     """Mark up to ``limit`` queued runs as running on ``worker`` and return them.
 
-    A run waiting for a retry is not claimed before its ``retry_at``.
+    Only runs whose (job, version) is in ``deployed`` (see :func:`deployed_pairs`) are
+    taken, the others being blocked here; a run waiting for a retry is not taken before
+    its ``retry_at``.
     """
-    with transaction.atomic():
-        queued = Run.objects.claimable(jobs, queues).filter(
-            Q(retry_at__isnull=True) | Q(retry_at__lte=now)
-        )
-        if connection.features.has_select_for_update_skip_locked:
-            queued = queued.select_for_update(skip_locked=True)
-        ids = list(queued.values_list("pk", flat=True)[:limit])
-        if not ids:
-            return []
-        Run.objects.filter(pk__in=ids, status=RunStatus.QUEUED).update(
-            status=RunStatus.RUNNING,
-            worker=worker,
-            started_at=now,
-            retry_at=None,
-            attempt=F("attempt") + 1,
-            error_type="",
-            error_message="",
-            error_traceback="",
-        )
-        claimed = list(
-            Run.objects.filter(pk__in=ids, status=RunStatus.RUNNING, worker=worker)
-            .select_related("state")
-            .order_by("created_at")
-        )
-        for run in claimed:
-            live.run_changed(run.pk)
-        return claimed
+    if not deployed or limit < 1:
+        return []
+    chosen = None if queues is None else tuple(sorted(set(queues)))
+    sql = _claim_sql(connection.vendor, len(deployed), 0 if chosen is None else len(chosen))
+    params: list[object] = [
+        _prep("worker", worker.pk),
+        _prep("started_at", now),
+        *(value for pair in deployed for value in pair),
+        *(chosen or ()),
+        _prep("retry_at", now),
+        limit,
+    ]
+    claimed = sorted(
+        Run.objects.raw(sql, params),
+        key=lambda run: (-run.priority, run.created_at),
+    )
+    for run in claimed:
+        live.run_changed(run.pk)
+    return claimed
+
+
+def _prep(name: str, value: object) -> object:
+    field = Run._meta.get_field(name)
+    return field.get_db_prep_save(value, connection)  # type: ignore[union-attr]
+
+
+@cache
+def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
+    """The claim statement for ``jobs`` (name, version) pairs and ``queues`` queue names."""
+    meta = Run._meta
+    table = connection.ops.quote_name(meta.db_table)
+
+    def column(name: str) -> str:
+        field = meta.get_field(name)
+        assert isinstance(field, Field) and field.column is not None
+        return connection.ops.quote_name(field.column)
+
+    pairs = ", ".join(["(%s, %s)"] * jobs)
+    queue_filter = f" AND {column('queue')} IN ({', '.join(['%s'] * queues)})" if queues else ""
+    skip_locked = " FOR UPDATE SKIP LOCKED" if vendor == "postgresql" else ""
+    returned = ", ".join(column(field.name) for field in meta.concrete_fields)
+    return (
+        f"UPDATE {table} SET {column('status')} = '{RunStatus.RUNNING}', "
+        f"{column('worker')} = %s, {column('started_at')} = %s, "
+        f"{column('attempt')} = {column('attempt')} + 1, {column('retry_at')} = NULL, "
+        f"{column('error_type')} = '', {column('error_message')} = '', "
+        f"{column('error_traceback')} = '' "
+        f"WHERE {column('status')} = '{RunStatus.QUEUED}' AND {column('id')} IN ("
+        f"SELECT {column('id')} FROM {table} "
+        f"WHERE {column('status')} = '{RunStatus.QUEUED}' "
+        f"AND ({column('job')}, {column('job_version')}) IN (VALUES {pairs}){queue_filter} "
+        f"AND ({column('retry_at')} IS NULL OR {column('retry_at')} <= %s) "
+        f"ORDER BY {column('priority')} DESC, {column('created_at')} "
+        f"LIMIT %s{skip_locked}) "
+        f"RETURNING {returned}"
+    )

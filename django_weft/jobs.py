@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from rest_framework import serializers
 
 from django_weft.exceptions import InvalidArgs, UnknownJob
+from django_weft.models.run import DEFAULT_PRIORITY
 from django_weft.retries import Retry
-from django_weft.starting import astart, start
+from django_weft.starting import astart, check_priority, start
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -55,6 +56,7 @@ class Job:
     concurrency: int | None = None
     concurrency_key: ConcurrencyKey | None = None
     queue: str = "default"
+    priority: int = DEFAULT_PRIORITY
     private_args: Sequence[str] = ()
     retry: Retry | None = None
     timeout: float | None = None
@@ -119,9 +121,10 @@ class Job:
         *,
         key: str | None = None,
         owner: AbstractBaseUser | None = None,
+        priority: int | None = None,
     ) -> Run:
         """Start a run of this job (see :func:`django_weft.runs.start`)."""
-        return start(self, args, key=key, owner=owner)
+        return start(self, args, key=key, owner=owner, priority=priority)
 
     async def astart(
         self,
@@ -129,8 +132,9 @@ class Job:
         *,
         key: str | None = None,
         owner: AbstractBaseUser | None = None,
+        priority: int | None = None,
     ) -> Run:
-        return await astart(self, args, key=key, owner=owner)
+        return await astart(self, args, key=key, owner=owner, priority=priority)
 
 
 def _names(fields: Mapping[str, Any]) -> str:
@@ -159,16 +163,21 @@ class JobRegistry:
 
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
+        #: Changes whenever a job is registered or removed, so that what is derived from
+        #: the deployed jobs (the claim's filter) is computed once per deployment.
+        self.generation = 0
 
     def register(self, job: Job) -> Job:
         existing = self._jobs.get(job.name)
         if existing is not None and existing.func is not job.func:
             raise ValueError(f'a job named "{job.name}" is already registered ({existing.func!r})')
         self._jobs[job.name] = job
+        self.generation += 1
         return job
 
     def unregister(self, name: str) -> None:
-        self._jobs.pop(name, None)
+        if self._jobs.pop(name, None) is not None:
+            self.generation += 1
 
     def get(self, name: str) -> Job:
         try:
@@ -201,6 +210,7 @@ def job(
     concurrency: int | None = None,
     concurrency_key: ConcurrencyKey | None = None,
     queue: str = "default",
+    priority: int = DEFAULT_PRIORITY,
     private_args: Sequence[str] = (),
     retry: Retry | None = None,
     timeout: float | None = None,
@@ -217,6 +227,7 @@ def job(
         raise ValueError(f"concurrency must be a positive number of runs, not {concurrency!r}")
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    check_priority(priority)
 
     def decorate(func: JobFunction) -> Job:
         return registry.register(
@@ -230,6 +241,7 @@ def job(
                 concurrency=concurrency,
                 concurrency_key=concurrency_key,
                 queue=queue,
+                priority=priority,
                 private_args=tuple(private_args),
                 retry=retry,
                 timeout=timeout,

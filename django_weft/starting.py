@@ -22,6 +22,7 @@ from django.utils import timezone
 from django_weft import live
 from django_weft.exceptions import ConcurrencyLimitReached, IdempotencyKeyReused
 from django_weft.models import Document, Run, Schedule
+from django_weft.models.run import MAX_PRIORITY, MIN_PRIORITY
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -31,6 +32,20 @@ if TYPE_CHECKING:
 logger = logging.getLogger("django_weft.runs")
 
 
+def check_priority(priority: int) -> int:
+    """``priority`` if it is a whole number from -100 to 100; ValueError naming it otherwise."""
+    if (
+        not isinstance(priority, int)
+        or isinstance(priority, bool)
+        or not MIN_PRIORITY <= priority <= MAX_PRIORITY
+    ):
+        raise ValueError(
+            f"priority must be a whole number from {MIN_PRIORITY} to {MAX_PRIORITY}, "
+            f"not {priority!r}"
+        )
+    return priority
+
+
 def start(
     job: Job,
     args: Mapping[str, Any] | None = None,
@@ -38,15 +53,17 @@ def start(
     key: str | None = None,
     owner: AbstractBaseUser | None = None,
     now: datetime | None = None,
+    priority: int | None = None,
 ) -> Run:
     """Start a run of ``job`` in its own transaction and return it at once.
 
     Raises :class:`~django_weft.exceptions.InvalidArgs` for args that fail the job's
     serializer and :class:`~django_weft.exceptions.StartRefused` (concurrency limit,
     reused key); in both cases nothing is written. With ``key`` a resent start returns
-    the run the first one made.
+    the run the first one made. ``priority`` (default: the job's) orders the claim:
+    higher first, then older first.
     """
-    return start_or_get(job, args, key=key, owner=owner, now=now)[0]
+    return start_or_get(job, args, key=key, owner=owner, now=now, priority=priority)[0]
 
 
 def start_or_get(
@@ -56,6 +73,7 @@ def start_or_get(
     key: str | None = None,
     owner: AbstractBaseUser | None = None,
     now: datetime | None = None,
+    priority: int | None = None,
 ) -> tuple[Run, bool]:
     """Like :func:`start`, also saying whether this call created the run.
 
@@ -63,7 +81,7 @@ def start_or_get(
     instead of 201 then).
     """
     with transaction.atomic():
-        return _insert(job, args, key=key, owner=owner, now=now)
+        return _insert(job, args, key=key, owner=owner, now=now, priority=priority)
 
 
 astart = sync_to_async(start)
@@ -79,13 +97,22 @@ def insert_run(
     due: datetime | None = None,
     now: datetime | None = None,
     validated: bool = False,
+    priority: int | None = None,
 ) -> Run:
     """Write the start of a run into the caller's transaction (a schedule's fire, a finish).
 
     Opens none of its own: the run exists only if the caller commits.
     """
     return _insert(
-        job, args, key=key, owner=owner, schedule=schedule, due=due, now=now, validated=validated
+        job,
+        args,
+        key=key,
+        owner=owner,
+        schedule=schedule,
+        due=due,
+        now=now,
+        validated=validated,
+        priority=priority,
     )[0]
 
 
@@ -99,7 +126,9 @@ def _insert(
     due: datetime | None = None,
     now: datetime | None = None,
     validated: bool = False,
+    priority: int | None = None,
 ) -> tuple[Run, bool]:
+    priority = job.priority if priority is None else check_priority(priority)
     stored = dict(args or {}) if validated else job.validate_args(args)
     concurrency_key = ""
     if job.concurrency is not None:
@@ -124,6 +153,7 @@ def _insert(
         idempotency_key=key,
         concurrency_key=concurrency_key,
         queue=job.queue,
+        priority=priority,
         created_at=now or timezone.now(),
     )
     # Only a keyed start can lose an insert race it must survive (by returning the

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from django.db import DatabaseError
 
-from django_weft.claiming import claim
+from django_weft.claiming import claim, deployed_pairs
 from django_weft.clocks import Clock, load_clock
 from django_weft.conf import weft_settings
 from django_weft.execution import Execution, execute, report_of
@@ -112,6 +112,8 @@ class Worker:
         #: outage, during which nobody could beat, never makes live workers look dead.
         self._reap_from: datetime | None = None
         self._next_prune: datetime | None = None
+        self._deployed_pairs: tuple[tuple[str, int], ...] = ()
+        self._deployed_for = -1
         #: Set when a forced stop left runs that ignored their abort behind.
         self.abandoned = False
         self.clock.attach(self)
@@ -298,6 +300,13 @@ class Worker:
     def jobs(self) -> list[Job]:
         return [job for job in registry if self.job_names is None or job.name in self.job_names]
 
+    def _deployed(self) -> tuple[tuple[str, int], ...]:
+        """What this worker claims, worked out again only when the registry changes."""
+        if self._deployed_for != registry.generation:
+            self._deployed_pairs = deployed_pairs(self.jobs())
+            self._deployed_for = registry.generation
+        return self._deployed_pairs
+
     # -- steps ------------------------------------------------------------------------------
 
     def _register(self, now: datetime) -> WorkerProcess:
@@ -426,7 +435,7 @@ class Worker:
         free = self.executor.free_slots()
         if free <= 0:
             return False
-        runs = claim(self.jobs(), limit=free, worker=self.process, now=now, queues=self.queues)
+        runs = claim(self._deployed(), limit=free, worker=self.process, now=now, queues=self.queues)
         for run in runs:
             job = registry.deployed(run.job, run.job_version)
             timeout = job.timeout if job is not None else None

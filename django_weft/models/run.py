@@ -1,15 +1,10 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
-
-if TYPE_CHECKING:
-    from django_weft.jobs import Job
 
 
 class RunStatus(models.TextChoices):
@@ -29,6 +24,9 @@ class RunStatus(models.TextChoices):
 
 UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING)
 
+#: Priorities run from -100 (last) to 100 (first), as in Django's own tasks framework.
+MIN_PRIORITY, MAX_PRIORITY, DEFAULT_PRIORITY = -100, 100, 0
+
 
 class RunQuerySet(models.QuerySet["Run"]):
     def unfinished(self) -> RunQuerySet:
@@ -45,16 +43,6 @@ class RunQuerySet(models.QuerySet["Run"]):
         )
         return first
 
-    def claimable(self, jobs: Iterable[Job], queues: Iterable[str] | None = None) -> RunQuerySet:
-        """Queued runs this process's code can execute: name and version both deployed."""
-        deployed = models.Q(pk__in=[])
-        for job in jobs:
-            deployed |= models.Q(job=job.name, job_version=job.version)
-        claimable = self.filter(deployed, status=RunStatus.QUEUED)
-        if queues is not None:
-            claimable = claimable.filter(queue__in=list(queues))
-        return claimable.order_by("created_at")
-
 
 class Run(models.Model):
     """One run of a job: started, then executed by a worker, then finished with an outcome."""
@@ -67,6 +55,9 @@ class Run(models.Model):
         max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True
     )
     queue = models.CharField(max_length=100, default="default")
+    priority = models.SmallIntegerField(
+        default=DEFAULT_PRIORITY, help_text="Higher runs first (-100 to 100); then older first."
+    )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -135,11 +126,17 @@ class Run(models.Model):
             models.CheckConstraint(
                 condition=models.Q(status__in=RunStatus.values), name="weft_run_status_valid"
             ),
+            models.CheckConstraint(
+                condition=models.Q(priority__gte=MIN_PRIORITY, priority__lte=MAX_PRIORITY),
+                name="weft_run_priority_range",
+            ),
         ]
         indexes = [
+            # The claim reads queued runs in this order and stops after a batch, so its
+            # cost does not grow with the backlog.
             models.Index(
-                fields=["queue", "created_at"],
-                name="weft_run_queued",
+                fields=["-priority", "created_at"],
+                name="weft_run_claim",
                 condition=models.Q(status=RunStatus.QUEUED),
             ),
             models.Index(
