@@ -80,7 +80,8 @@ def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
 
     def column(name: str) -> str:
         field = meta.get_field(name)
-        assert isinstance(field, Field) and field.column is not None
+        assert isinstance(field, Field)
+        assert field.column is not None
         return connection.ops.quote_name(field.column)
 
     pairs = ", ".join(["(%s, %s)"] * jobs)

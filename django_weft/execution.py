@@ -140,6 +140,8 @@ def report_of(
         result=result,
         error=error or ErrorRecord("", "", ""),
         error_class=error_class,
+        schedule_id=run.schedule_id,
+        run=run,
     )
 
 

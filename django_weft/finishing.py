@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cache, partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Field
 from django.utils import timezone
 
 from django_weft import live
@@ -66,10 +69,103 @@ class AttemptReport:
     result: Any = None
     error: ErrorRecord = NO_ERROR
     error_class: type[BaseException] | None = field(default=None, compare=False)
+    schedule_id: int | None = None
+    #: The run as its worker claimed it, when the report comes from the worker executing
+    #: it: a plain finish updates it and hands it to ``run_finished`` without a read.
+    run: Run | None = field(default=None, compare=False, repr=False)
 
     @property
     def claim(self) -> Claim:
         return Claim(self.worker_id, self.attempt)
+
+
+def is_plain(report: AttemptReport) -> bool:
+    """Whether the outcome is the run's last word and nothing else is written with it.
+
+    No finish hook, no schedule to carry it to, no retry: then the finish is one
+    conditional update, and many of them share a transaction (:func:`finish_plain`).
+    """
+    if report.run is None or report.schedule_id is not None:
+        return False
+    job = registry.get(report.job) if report.job in registry else None
+    return (
+        job is not None
+        and job.finish_hook is None
+        and not job.retries(report.status, report.attempt, report.error_class)
+    )
+
+
+def finish_plain(reports: Sequence[AttemptReport], *, now: datetime) -> int:
+    """Record plain outcomes (see :func:`is_plain`), one statement each, in one transaction.
+
+    Returns how many were recorded; a report whose run someone else finished is logged
+    and dropped, as :func:`finish` does.
+    """
+    recorded: list[Run] = []
+    with transaction.atomic(), connection.cursor() as cursor:
+        sql = _plain_finish_sql(connection.vendor)
+        for report in reports:
+            run = report.run
+            assert run is not None
+            cursor.execute(
+                sql,
+                [
+                    str(report.status),
+                    _prep("finished_at", now),
+                    _prep("result", report.result),
+                    report.error.type,
+                    report.error.message,
+                    report.error.traceback,
+                    _prep("id", report.run_id),
+                    _prep("worker", report.worker_id),
+                    report.attempt,
+                ],
+            )
+            if cursor.rowcount != 1:
+                _log_late(report.run_id, report.claim)
+                continue
+            run.status, run.finished_at, run.result = report.status, now, report.result
+            run.error_type, run.error_message = report.error.type, report.error.message
+            run.error_traceback = report.error.traceback
+            recorded.append(run)
+            live.run_changed(run.pk)
+        transaction.on_commit(partial(_announce_all, recorded))
+    for run in recorded:
+        logger.info("finished %s run %s: %s", run.job, run.pk, run.status)
+    return len(recorded)
+
+
+def _prep(name: str, value: object) -> Any:
+    model_field = Run._meta.get_field(name)
+    assert isinstance(model_field, Field)
+    return model_field.get_db_prep_save(value, connection)
+
+
+@cache
+def _plain_finish_sql(vendor: str) -> str:
+    """``UPDATE run SET <outcome> WHERE id = %s AND <the claim holds it>``, built once."""
+    meta = Run._meta
+    names = (
+        "status",
+        "finished_at",
+        "result",
+        "error_type",
+        "error_message",
+        "error_traceback",
+    )
+
+    def column(name: str) -> str:
+        model_field = meta.get_field(name)
+        assert isinstance(model_field, Field)
+        assert model_field.column is not None
+        return connection.ops.quote_name(model_field.column)
+
+    assignments = ", ".join(f"{column(name)} = %s" for name in names)
+    return (
+        f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {assignments} "
+        f"WHERE {column('id')} = %s AND {column('status')} = '{RunStatus.RUNNING}' "
+        f"AND {column('worker')} = %s AND {column('attempt')} = %s"
+    )
 
 
 def record_attempt(report: AttemptReport, *, now: datetime) -> Run | None:
@@ -231,6 +327,11 @@ def _run_finish_hook(run: Run, now: datetime) -> None:
             run.error_message = f"{run.error_message}; {failure}" if run.error_message else failure
         run.error_traceback = "\n".join(filter(None, [run.error_traceback, hook.traceback]))
         run.save(update_fields=["status", "error_type", "error_message", "error_traceback"])
+
+
+def _announce_all(runs: list[Run]) -> None:
+    for run in runs:
+        _announce(run)
 
 
 def _announce(run: Run) -> None:

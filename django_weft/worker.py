@@ -19,6 +19,7 @@ its heartbeats, e.g. while paused) learns it from its own heartbeat, lets go of 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import socket
@@ -39,7 +40,7 @@ from django_weft.clocks import Clock, load_clock
 from django_weft.conf import weft_settings
 from django_weft.execution import Execution, execute, report_of
 from django_weft.executors import Executor, load_executor
-from django_weft.finishing import AttemptReport, record_attempt
+from django_weft.finishing import AttemptReport, finish_plain, is_plain, record_attempt
 from django_weft.jobs import Job, registry
 from django_weft.models import Run, RunStatus, Schedule, WorkerProcess
 from django_weft.notify import Listener, can_listen
@@ -393,8 +394,23 @@ class Worker:
         self._reports.append((None, lost))
 
     def _record_reports(self, now: datetime) -> bool:
-        """Record the reports of ended attempts, oldest first; keep them through an outage."""
-        worked = False
+        """Record the reports of ended attempts; keep them through an outage.
+
+        The plain ones (no hook, schedule or retry) share one transaction; each of the
+        others is its own, oldest first.
+        """
+        waiting = list(itertools.islice(self._reports, len(self._reports)))
+        plain = [
+            (execution, report)
+            for execution, report in waiting
+            if execution is not None and not execution.given_up and is_plain(report)
+        ]
+        if plain:
+            finish_plain([report for _, report in plain], now=now)
+            for entry in plain:
+                self._reports.remove(entry)
+                self._executions.pop(entry[0].key, None)
+        worked = bool(plain)
         while self._reports:
             execution, report = self._reports[0]
             if execution is not None and execution.given_up:
