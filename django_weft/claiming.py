@@ -1,9 +1,11 @@
 """The claim: a worker takes queued runs it can execute, each once, in one statement.
 
-``UPDATE ... WHERE id IN (SELECT ... ORDER BY priority DESC, created_at LIMIT n FOR
-UPDATE SKIP LOCKED) RETURNING ...``: the inner select walks the partial index over
-queued runs in claim order and stops after a batch, so its cost does not grow with the
-backlog, and the rows come back from the update itself, with no second read. A claimed
+``WITH picked AS (SELECT ... ORDER BY priority DESC, created_at LIMIT n FOR UPDATE SKIP
+LOCKED) UPDATE ... FROM picked RETURNING ...`` on PostgreSQL, ``UPDATE ... WHERE id IN
+(SELECT ... LIMIT n) RETURNING ...`` on SQLite (whose single writer needs no lock): the
+pick walks the partial index over queued runs in claim order and stops after a batch, so
+its cost does not grow with the backlog, and the rows come back from the update itself,
+with no second read. A claimed
 run is ``running`` on that worker with its attempt number raised by one; only that
 worker (and attempt) may finish it (see :mod:`django_weft.finishing`).
 
@@ -50,14 +52,15 @@ def claim(
         return []
     chosen = None if queues is None else tuple(sorted(set(queues)))
     sql = _claim_sql(connection.vendor, len(deployed), 0 if chosen is None else len(chosen))
-    params: list[object] = [
-        _prep("worker", worker.pk),
-        _prep("started_at", now),
+    picking = [
         *(value for pair in deployed for value in pair),
         *(chosen or ()),
         _prep("retry_at", now),
         limit,
     ]
+    setting = [_prep("worker", worker.pk), _prep("started_at", now)]
+    # The pick comes first in PostgreSQL's statement (a CTE), last in SQLite's.
+    params = [*picking, *setting] if connection.vendor == "postgresql" else [*setting, *picking]
     claimed = sorted(
         Run.objects.raw(sql, params),
         key=lambda run: (-run.priority, run.created_at),
@@ -86,20 +89,27 @@ def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
 
     pairs = ", ".join(["(%s, %s)"] * jobs)
     queue_filter = f" AND {column('queue')} IN ({', '.join(['%s'] * queues)})" if queues else ""
-    skip_locked = " FOR UPDATE SKIP LOCKED" if vendor == "postgresql" else ""
-    returned = ", ".join(column(field.name) for field in meta.concrete_fields)
-    return (
-        f"UPDATE {table} SET {column('status')} = '{RunStatus.RUNNING}', "
-        f"{column('worker')} = %s, {column('started_at')} = %s, "
-        f"{column('attempt')} = {column('attempt')} + 1, {column('retry_at')} = NULL, "
-        f"{column('error_type')} = '', {column('error_message')} = '', "
-        f"{column('error_traceback')} = '' "
-        f"WHERE {column('status')} = '{RunStatus.QUEUED}' AND {column('id')} IN ("
+    returned = ", ".join(f"{table}.{column(field.name)}" for field in meta.concrete_fields)
+    pick = (
         f"SELECT {column('id')} FROM {table} "
         f"WHERE {column('status')} = '{RunStatus.QUEUED}' "
         f"AND ({column('job')}, {column('job_version')}) IN (VALUES {pairs}){queue_filter} "
         f"AND ({column('retry_at')} IS NULL OR {column('retry_at')} <= %s) "
-        f"ORDER BY {column('priority')} DESC, {column('created_at')} "
-        f"LIMIT %s{skip_locked}) "
+        f"ORDER BY {column('priority')} DESC, {column('created_at')} LIMIT %s"
+    )
+    if vendor == "postgresql":
+        # A materialized CTE, not ``WHERE id IN (subquery)``: PostgreSQL may run a
+        # subquery in a semi join once per outer row, and claim more than the limit.
+        picked = f"WITH picked AS MATERIALIZED ({pick} FOR UPDATE SKIP LOCKED) "
+        target = f"FROM picked WHERE {table}.{column('id')} = picked.{column('id')}"
+    else:
+        picked, target = "", f"WHERE {column('id')} IN ({pick})"
+    return (
+        f"{picked}UPDATE {table} SET {column('status')} = '{RunStatus.RUNNING}', "
+        f"{column('worker')} = %s, {column('started_at')} = %s, "
+        f"{column('attempt')} = {table}.{column('attempt')} + 1, {column('retry_at')} = NULL, "
+        f"{column('error_type')} = '', {column('error_message')} = '', "
+        f"{column('error_traceback')} = '' {target} "
+        f"AND {table}.{column('status')} = '{RunStatus.QUEUED}' "
         f"RETURNING {returned}"
     )

@@ -60,6 +60,10 @@ STOPPED_BY_WORKER = ErrorRecord(
 )
 
 
+def _due(moment: datetime | None, now: datetime) -> bool:
+    return moment is not None and moment <= now
+
+
 class ClockPaused(Exception):
     """Raised by a driven clock's ``sleep_until`` to hand control back to ``advance()``."""
 
@@ -115,6 +119,17 @@ class Worker:
         self._next_prune: datetime | None = None
         self._deployed_pairs: tuple[tuple[str, int], ...] = ()
         self._deployed_for = -1
+        # What the loop's next round looks at. Between two full looks (one per poll
+        # interval, and after a wake-up it cannot place) a round fires only when a fire
+        # is due or the last round fired, and claims only when the last claim filled
+        # every free slot, a NOTIFY announced runs, or a retry came due: a worker busy
+        # with runs does not query for schedules at every run that ends.
+        self._look_everywhere = True
+        self._looked_at = float("-inf")
+        self._more_to_fire = True
+        self._more_to_claim = True
+        self._next_fire: datetime | None = None
+        self._next_retry: datetime | None = None
         #: Set when a forced stop left runs that ignored their abort behind.
         self.abandoned = False
         self.clock.attach(self)
@@ -208,7 +223,14 @@ class Worker:
     def _loop(self, *, once: bool) -> None:
         while not self._stopping.is_set():
             self._touch_health_file()
-            if self.tick():
+            # A driven clock's round always looks everywhere: tests change rows between
+            # two advances, and what they see must not depend on real time.
+            everywhere = (
+                self._look_everywhere
+                or self.clock.waits_for_runs
+                or time.monotonic() - self._looked_at >= self.poll_interval
+            )
+            if self._round(everywhere=everywhere):
                 continue
             if self.outage.ongoing:
                 # Real seconds, whatever the clock: the database is out there, not in it.
@@ -221,12 +243,9 @@ class Worker:
                 continue
             if once and not self._live_executions() and self.executor.wait_idle(0):
                 return
-            wakeup = self._guarded("sleep", lambda now: self.next_wakeup())
-            if wakeup is FAILED:
-                continue
             # Never sleep past a heartbeat: other workers count silence as death.
             longest = min(self.poll_interval, weft_settings.HEARTBEAT_INTERVAL)
-            self.clock.sleep_until(wakeup, self._wake, longest)  # type: ignore[arg-type]
+            self.clock.sleep_until(self.next_wakeup(), self._wake, longest)
 
     def _touch_health_file(self) -> None:
         if self.health_file is None or time.monotonic() - self._health_touched < 1.0:
@@ -238,26 +257,35 @@ class Worker:
             logger.warning("cannot touch the health file %s: %s", self.health_file, error)
 
     def tick(self) -> bool:
-        """One round of steps; True if any did work.
+        """One round of steps that looks at everything; True if any did work.
 
         Heartbeat first (a fenced worker must know before it claims), then the timeouts,
         the runs' reports, the schedules, the claim, the housekeeping, and the reports of
-        runs that ended meanwhile. A step that
-        fails ends the round: the database is probably gone, and the loop backs off.
+        runs that ended meanwhile. A step that fails ends the round: the database is
+        probably gone, and the loop backs off.
         """
+        return self._round(everywhere=True)
+
+    def _round(self, *, everywhere: bool) -> bool:
+        """A round of steps; without ``everywhere``, only the ones that may find work."""
         if self.outage.ongoing and self.outage.wait() > 0:
             return False
         if self.process is None and self._guarded("start", lambda now: self.start()) is FAILED:
             return False
+        now = self.clock.now()
+        if everywhere:
+            self._look_everywhere, self._looked_at = False, time.monotonic()
         steps: list[tuple[str, Callable[[datetime], bool]]] = [
             ("heartbeat", self._beat),
             ("timeouts", self._enforce_timeouts),
             ("finish", self._record_reports),
         ]
         if not self._stopping.is_set():
-            if self.schedules:
-                steps.append(("schedule", self.scheduler.tick))
-            steps += [("claim", self._claim), ("prune", self._prune)]
+            if self.schedules and (everywhere or self._more_to_fire or _due(self._next_fire, now)):
+                steps.append(("schedule", self._schedule))
+            if everywhere or self._more_to_claim or _due(self._next_retry, now):
+                steps.append(("claim", partial(self._claim, look_for_retries=everywhere)))
+            steps.append(("prune", self._prune))
         # Runs that ended meanwhile (all of them, with the inline executor) are recorded
         # in the same round.
         steps.append(("finish", self._record_reports))
@@ -284,10 +312,14 @@ class Worker:
         return result
 
     def next_wakeup(self) -> datetime | None:
-        """The next moment something is due here: a fire, a retry, a run's timeout."""
-        moments = [Run.objects.next_retry(), *self._deadlines()]
+        """The next moment something is due here: a fire, a retry, a run's timeout.
+
+        From what the last rounds read; a full look refreshes it at least once per poll
+        interval, which is also the longest the loop sleeps.
+        """
+        moments = [self._next_retry, *self._deadlines()]
         if self.schedules:
-            moments.append(self.scheduler.next_due())
+            moments.append(self._next_fire)
         return min((moment for moment in moments if moment is not None), default=None)
 
     def _deadlines(self) -> list[datetime]:
@@ -428,12 +460,13 @@ class Worker:
             worked = True
         return worked
 
-    @staticmethod
-    def _record(report: AttemptReport, now: datetime) -> None:
+    def _record(self, report: AttemptReport, now: datetime) -> None:
         """Record one report; one the database refuses for another reason than being away
         is recorded as a failure, so that it cannot block the reports behind it."""
+        # A finish hook may start runs, a finish may start a buffered fire or queue a retry.
+        self._more_to_claim = True
         try:
-            record_attempt(report, now=now)
+            recorded = record_attempt(report, now=now)
         except DatabaseError:
             raise
         except Exception as error:
@@ -445,13 +478,27 @@ class Worker:
             )
             failed = replace(report, status=RunStatus.FAILED, result=None, error=failure)
             record_attempt(failed, now=now)
+            return
+        if recorded is not None and recorded.retry_at is not None:
+            self._next_retry = min(filter(None, (self._next_retry, recorded.retry_at)))
 
-    def _claim(self, now: datetime) -> bool:
+    def _schedule(self, now: datetime) -> bool:
+        fired = self.scheduler.tick(now)
+        self._more_to_fire = fired
+        self._next_fire = self.scheduler.next_due()
+        if fired:
+            self._more_to_claim = True
+        return fired
+
+    def _claim(self, now: datetime, *, look_for_retries: bool = False) -> bool:
         assert self.process is not None
+        if look_for_retries or _due(self._next_retry, now):
+            self._next_retry = Run.objects.next_retry()
         free = self.executor.free_slots()
         if free <= 0:
             return False
         runs = claim(self._deployed(), limit=free, worker=self.process, now=now, queues=self.queues)
+        self._more_to_claim = len(runs) == free
         for run in runs:
             job = registry.deployed(run.job, run.job_version)
             timeout = job.timeout if job is not None else None
@@ -497,6 +544,12 @@ class Worker:
                 if str(execution.run.pk) == run_id:
                     execution.abort.set()
             return
+        if kind == "runs":
+            self._more_to_claim = True
+        elif kind == "schedules":
+            self._more_to_fire = True
+        else:
+            self._look_everywhere = True
         self._wake.set()
 
     def _log_next_fire(self) -> None:
