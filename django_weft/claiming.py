@@ -20,9 +20,8 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from django.db import connection
-from django.db.models import Field
 
-from django_weft import live
+from django_weft import live, sql
 from django_weft.models import Run, RunStatus, WorkerProcess
 
 if TYPE_CHECKING:
@@ -51,18 +50,18 @@ def claim(
     if not deployed or limit < 1:
         return []
     chosen = None if queues is None else tuple(sorted(set(queues)))
-    sql = _claim_sql(connection.vendor, len(deployed), 0 if chosen is None else len(chosen))
+    statement = _claim_sql(connection.vendor, len(deployed), 0 if chosen is None else len(chosen))
     picking = [
         *(value for pair in deployed for value in pair),
         *(chosen or ()),
-        _prep("retry_at", now),
+        sql.prep(Run, "retry_at", now),
         limit,
     ]
-    setting = [_prep("worker", worker.pk), _prep("started_at", now)]
+    setting = [sql.prep(Run, "worker", worker.pk), sql.prep(Run, "started_at", now)]
     # The pick comes first in PostgreSQL's statement (a CTE), last in SQLite's.
     params = [*picking, *setting] if connection.vendor == "postgresql" else [*setting, *picking]
     claimed = sorted(
-        Run.objects.raw(sql, params),
+        Run.objects.raw(statement, params),
         key=lambda run: (-run.priority, run.created_at),
     )
     for run in claimed:
@@ -70,26 +69,17 @@ def claim(
     return claimed
 
 
-def _prep(name: str, value: object) -> object:
-    field = Run._meta.get_field(name)
-    return field.get_db_prep_save(value, connection)  # type: ignore[union-attr]
-
-
 @cache
 def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
     """The claim statement for ``jobs`` (name, version) pairs and ``queues`` queue names."""
-    meta = Run._meta
-    table = connection.ops.quote_name(meta.db_table)
+    table = sql.table(Run)
 
     def column(name: str) -> str:
-        field = meta.get_field(name)
-        assert isinstance(field, Field)
-        assert field.column is not None
-        return connection.ops.quote_name(field.column)
+        return sql.column(Run, name)
 
     pairs = ", ".join(["(%s, %s)"] * jobs)
     queue_filter = f" AND {column('queue')} IN ({', '.join(['%s'] * queues)})" if queues else ""
-    returned = ", ".join(f"{table}.{column(field.name)}" for field in meta.concrete_fields)
+    returned = ", ".join(f"{table}.{column(field.name)}" for field in Run._meta.concrete_fields)
     pick = (
         f"SELECT {column('id')} FROM {table} "
         f"WHERE {column('status')} = '{RunStatus.QUEUED}' "

@@ -24,10 +24,9 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import connection, transaction
-from django.db.models import Field
 from django.utils import timezone
 
-from django_weft import live
+from django_weft import live, sql
 from django_weft.jobs import registry
 from django_weft.models import Attempt, Run, RunStatus, Schedule
 from django_weft.outcomes import FinishContext, Outcome
@@ -103,21 +102,21 @@ def finish_plain(reports: Sequence[AttemptReport], *, now: datetime) -> int:
     """
     recorded: list[Run] = []
     with transaction.atomic(), connection.cursor() as cursor:
-        sql = _plain_finish_sql(connection.vendor)
+        statement = _plain_finish_sql(connection.vendor)
         for report in reports:
             run = report.run
             assert run is not None
             cursor.execute(
-                sql,
+                statement,
                 [
                     str(report.status),
-                    _prep("finished_at", now),
-                    _prep("result", report.result),
+                    sql.prep(Run, "finished_at", now),
+                    sql.prep(Run, "result", report.result),
                     report.error.type,
                     report.error.message,
                     report.error.traceback,
-                    _prep("id", report.run_id),
-                    _prep("worker", report.worker_id),
+                    sql.prep(Run, "id", report.run_id),
+                    sql.prep(Run, "worker", report.worker_id),
                     report.attempt,
                 ],
             )
@@ -135,16 +134,9 @@ def finish_plain(reports: Sequence[AttemptReport], *, now: datetime) -> int:
     return len(recorded)
 
 
-def _prep(name: str, value: object) -> Any:
-    model_field = Run._meta.get_field(name)
-    assert isinstance(model_field, Field)
-    return model_field.get_db_prep_save(value, connection)
-
-
 @cache
 def _plain_finish_sql(vendor: str) -> str:
     """``UPDATE run SET <outcome> WHERE id = %s AND <the claim holds it>``, built once."""
-    meta = Run._meta
     names = (
         "status",
         "finished_at",
@@ -155,14 +147,11 @@ def _plain_finish_sql(vendor: str) -> str:
     )
 
     def column(name: str) -> str:
-        model_field = meta.get_field(name)
-        assert isinstance(model_field, Field)
-        assert model_field.column is not None
-        return connection.ops.quote_name(model_field.column)
+        return sql.column(Run, name)
 
     assignments = ", ".join(f"{column(name)} = %s" for name in names)
     return (
-        f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {assignments} "
+        f"UPDATE {sql.table(Run)} SET {assignments} "
         f"WHERE {column('id')} = %s AND {column('status')} = '{RunStatus.RUNNING}' "
         f"AND {column('worker')} = %s AND {column('attempt')} = %s"
     )

@@ -19,14 +19,12 @@ its heartbeats, e.g. while paused) learns it from its own heartbeat, lets go of 
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import socket
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -109,7 +107,9 @@ class Worker:
         #: Runs this process executes, by (run id, attempt): claimed, report not recorded.
         self._executions: dict[tuple[uuid.UUID, int], Execution] = {}
         #: Reports of ended attempts, oldest first, until the database has taken them.
-        self._reports: deque[tuple[Execution | None, AttemptReport]] = deque()
+        #: Run threads append, the loop records and removes.
+        self._reports: list[tuple[Execution | None, AttemptReport]] = []
+        self._reports_lock = threading.Lock()
         self._listener: Listener | None = None
         self._next_beat: datetime | None = None
         #: When this worker may next finish other workers' runs as lost: only after it has
@@ -423,28 +423,30 @@ class Worker:
         )
         logger.error("%s run %s: %s", run.job, run.pk, message)
         lost = report_of(execution, RunStatus.LOST, error=ErrorRecord("Timeout", message, ""))
-        self._reports.append((None, lost))
+        self._deliver(None, lost)
 
     def _record_reports(self, now: datetime) -> bool:
         """Record the reports of ended attempts; keep them through an outage.
 
         The plain ones (no hook, schedule or retry) share one transaction; each of the
-        others is its own, oldest first.
+        others is its own, oldest first. A report leaves the queue only once recorded
+        (or discarded), so a database error keeps it for the next round.
         """
-        waiting = list(itertools.islice(self._reports, len(self._reports)))
+        with self._reports_lock:
+            waiting = list(self._reports)
         plain = [
-            (execution, report)
-            for execution, report in waiting
-            if execution is not None and not execution.given_up and is_plain(report)
+            entry
+            for entry in waiting
+            if entry[0] is not None and not entry[0].given_up and is_plain(entry[1])
         ]
         if plain:
             finish_plain([report for _, report in plain], now=now)
-            for entry in plain:
-                self._reports.remove(entry)
-                self._executions.pop(entry[0].key, None)
-        worked = bool(plain)
-        while self._reports:
-            execution, report = self._reports[0]
+            self._done_with(plain)
+        finished = {id(entry) for entry in plain}
+        for entry in waiting:
+            if id(entry) in finished:
+                continue
+            execution, report = entry
             if execution is not None and execution.given_up:
                 logger.warning(
                     "late outcome of %s run %s (%s) discarded: the run was given up on",
@@ -454,11 +456,16 @@ class Worker:
                 )
             else:
                 self._record(report, now)
-            self._reports.popleft()
+            self._done_with([entry])
+        return bool(waiting)
+
+    def _done_with(self, entries: list[tuple[Execution | None, AttemptReport]]) -> None:
+        done = {id(entry) for entry in entries}
+        with self._reports_lock:
+            self._reports = [entry for entry in self._reports if id(entry) not in done]
+        for execution, _ in entries:
             if execution is not None:
                 self._executions.pop(execution.key, None)
-            worked = True
-        return worked
 
     def _record(self, report: AttemptReport, now: datetime) -> None:
         """Record one report; one the database refuses for another reason than being away
@@ -518,10 +525,14 @@ class Worker:
             execute(
                 execution,
                 now=self.clock.now,
-                deliver=lambda report: self._reports.append((execution, report)),
+                deliver=partial(self._deliver, execution),
             )
         finally:
             self._wake.set()
+
+    def _deliver(self, execution: Execution | None, report: AttemptReport) -> None:
+        with self._reports_lock:
+            self._reports.append((execution, report))
 
     def _prune(self, now: datetime) -> bool:
         """Delete old finished runs in bounded batches, when ``WEFT_PRUNE_AFTER`` asks."""
@@ -581,7 +592,7 @@ class Worker:
             if execution.key in self._executions and not execution.given_up:
                 execution.given_up = True
                 stopped = report_of(execution, RunStatus.ABORTED, error=STOPPED_BY_WORKER)
-                self._reports.append((None, stopped))
+                self._deliver(None, stopped)
         self.abandoned = True
         return False
 

@@ -1,0 +1,59 @@
+"""Pieces of the few statements the hot paths write by hand, on any supported database.
+
+The claim, the plain finish and the set-based fire are single statements the ORM cannot
+express (``UPDATE ... RETURNING``, ``UPDATE ... FROM (VALUES ...)``, ``INSERT ... ON
+CONFLICT DO NOTHING RETURNING``). These helpers name tables and columns from the models'
+metadata and turn Python values into what the database takes, so the statements follow
+the models and each is built once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.db import connection, models
+
+
+def table(model: type[models.Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def column(model: type[models.Model], name: str) -> str:
+    """The quoted column of field ``name`` (``worker`` gives ``worker_id``)."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    assert field.column is not None
+    return connection.ops.quote_name(field.column)
+
+
+def prep(model: type[models.Model], name: str, value: object) -> Any:
+    """``value`` as the database takes it for field ``name`` (a UUID, a moment, JSON...)."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    return field.get_db_prep_save(value, connection)
+
+
+def typed_placeholder(model: type[models.Model], name: str) -> str:
+    """``%s`` with the field's type where PostgreSQL needs it to read a VALUES list."""
+    if connection.vendor != "postgresql":
+        return "%s"
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    return f"CAST(%s AS {field.db_type(connection)})"
+
+
+def values_list(
+    model: type[models.Model], names: Sequence[str], rows: Iterable[Sequence[object]]
+) -> tuple[str, list[Any]]:
+    """``VALUES (...), (...)`` for ``rows`` of ``names``' values, and its parameters.
+
+    Its columns are ``column1``, ``column2``..., as both PostgreSQL and SQLite name them.
+    """
+    row_sql = "(" + ", ".join(typed_placeholder(model, name) for name in names) + ")"
+    params: list[Any] = []
+    count = 0
+    for row in rows:
+        params += [prep(model, name, value) for name, value in zip(names, row, strict=True)]
+        count += 1
+    return "VALUES " + ", ".join([row_sql] * count), params
