@@ -62,7 +62,7 @@ def claim(
     params = [*picking, *setting] if connection.vendor == "postgresql" else [*setting, *picking]
     claimed = sorted(
         Run.objects.raw(statement, params),
-        key=lambda run: (-run.priority, run.created_at),
+        key=lambda run: (-run.priority, run.created_at, run.due or run.created_at),
     )
     for run in claimed:
         live.run_changed(run.pk)
@@ -85,7 +85,7 @@ def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
         f"WHERE {column('status')} = '{RunStatus.QUEUED}' "
         f"AND ({column('job')}, {column('job_version')}) IN (VALUES {pairs}){queue_filter} "
         f"AND ({column('retry_at')} IS NULL OR {column('retry_at')} <= %s) "
-        f"ORDER BY {column('priority')} DESC, {column('created_at')} LIMIT %s"
+        f"ORDER BY {column('priority')} DESC, {column('created_at')}, {column('due')} LIMIT %s"
     )
     if vendor == "postgresql":
         # A materialized CTE, not ``WHERE id IN (subquery)``: PostgreSQL may run a

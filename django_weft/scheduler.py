@@ -19,6 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from django_weft import sql
 from django_weft.conf import weft_settings
 from django_weft.cron import CronError
 from django_weft.exceptions import InvalidArgs, StartRefused, UnknownJob
@@ -26,7 +27,7 @@ from django_weft.jobs import registry
 from django_weft.models import CatchUp, LastStatus, Overlap, Run, RunStatus, Schedule
 from django_weft.models.schedule import PLAN_FIELDS
 from django_weft.signals import schedule_failed
-from django_weft.starting import insert_run
+from django_weft.starting import insert_run, insert_runs_in_bulk, new_run, starts_in_bulk
 from django_weft.timing import Plan, slots_between
 
 if TYPE_CHECKING:
@@ -39,6 +40,23 @@ MISSED_LIMIT = 10_000
 CATCH_UP_LIMIT = 1_000
 #: How soon a one-off that could not fire (unknown job, invalid args) is looked at again.
 PROBLEM_RETRY = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class Firing:
+    """A due row and what firing it does: the slots to start, where the row goes next."""
+
+    row: Schedule
+    fire: list[datetime]
+    next_due: datetime | None
+    missed: int
+    #: What ``missed`` grows by: the missed slots, and the slots of a periodic row that
+    #: cannot fire (its job is gone, its args no longer validate).
+    added_missed: int
+    buffered: datetime | None
+    problem: str
+    job: Job | None
+    args: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -146,16 +164,42 @@ class Scheduler:
         return bool(rows)
 
     def fire_due(self, now: datetime) -> bool:
+        """Fire a batch of due rows in one transaction, set-based where the jobs allow.
+
+        The rows' next slots are written in one statement, and the runs of jobs that
+        start in bulk (no concurrency limit, no state) are inserted in one statement and
+        recorded on their rows in one more; the other runs start one by one.
+        """
         with transaction.atomic():
             due = Schedule.objects.due(now).select_related("owner")
             if connection.features.has_select_for_update_skip_locked:
                 due = due.select_for_update(skip_locked=True, of=("self",))
-            rows = list(due[: self.batch_size])
-            for row in rows:
-                self._fire(row, now)
-        return bool(rows)
+            firings = [self._plan(row, now) for row in due[: self.batch_size]]
+            won = self._move_on(firings)
+            in_bulk: list[Firing] = []
+            for firing in firings:
+                row = firing.row
+                if row.pk not in won:
+                    logger.debug("schedule %s was fired by another process", row.name)
+                    continue
+                if firing.missed:
+                    logger.info(
+                        "schedule %s missed %d slot(s); next due %s",
+                        row.name,
+                        firing.missed,
+                        firing.next_due,
+                    )
+                if firing.problem:
+                    self._report_problem(row, firing.problem)
+                elif firing.job is not None and starts_in_bulk(firing.job):
+                    in_bulk.append(firing)
+                else:
+                    self._start_one_by_one(firing, now)
+            self._start_in_bulk(in_bulk, now)
+        return bool(firings)
 
-    def _fire(self, row: Schedule, now: datetime) -> None:
+    def _plan(self, row: Schedule, now: datetime) -> Firing:
+        """What firing ``row`` at ``now`` does, decided in Python before anything is written."""
         decision = decide(
             row,
             now,
@@ -172,31 +216,58 @@ class Scheduler:
         except (UnknownJob, InvalidArgs) as error:
             problem = str(error)
         next_due = decision.next_due
-        if problem and row.at is not None:
-            # A one-off has no next slot to wait for: look again later, so that it
-            # fires (with its own due) once the code or the row is fixed.
-            next_due = now + PROBLEM_RETRY
-        claimed = Schedule.objects.filter(pk=row.pk, armed=True, next_due=row.next_due).update(
-            next_due=next_due,
-            # A one-off whose problem postpones it has missed nothing (yet).
-            missed=F("missed") + missed + (len(fire) if problem and row.at is None else 0),
-            buffered_due=buffered,
-            problem=problem,
-        )
-        if not claimed:
-            logger.debug("schedule %s was fired by another process", row.name)
-            return
-        if missed:
-            logger.info(
-                "schedule %s missed %d slot(s); next due %s", row.name, missed, decision.next_due
-            )
+        added = missed
         if problem:
-            self._report_problem(row, problem)
-            return
+            if row.at is not None:
+                # A one-off has no next slot to wait for: look again later, so that it
+                # fires (with its own due) once the code or the row is fixed. It has
+                # missed nothing (yet).
+                next_due = now + PROBLEM_RETRY
+            else:
+                added += len(fire)
+        return Firing(row, fire, next_due, missed, added, buffered, problem, job, args)
+
+    @staticmethod
+    def _move_on(firings: list[Firing]) -> set[int]:
+        """Write every row's next slot in one statement; returns the rows this process won.
+
+        Conditional on the ``next_due`` each row was read with, so a row another process
+        fired meanwhile (where ``SKIP LOCKED`` is not available) is left alone.
+        """
+        if not firings:
+            return set()
+        names = ("id", "next_due", "missed", "buffered_due", "problem", "next_due")
+        values, params = sql.values_list(
+            Schedule,
+            names,
+            (
+                (f.row.pk, f.next_due, f.added_missed, f.buffered, f.problem, f.row.next_due)
+                for f in firings
+            ),
+        )
+        table = sql.table(Schedule)
+
+        def column(name: str) -> str:
+            return sql.column(Schedule, name)
+
+        statement = (
+            f"UPDATE {table} SET {column('next_due')} = v.column2, "
+            f"{column('missed')} = {table}.{column('missed')} + v.column3, "
+            f"{column('buffered_due')} = v.column4, {column('problem')} = v.column5 "
+            f"FROM ({values}) AS v WHERE {table}.{column('id')} = v.column1 "
+            f"AND {table}.{column('armed')} AND {table}.{column('next_due')} = v.column6 "
+            f"RETURNING {table}.{column('id')}"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(statement, params)
+            return {row_id for (row_id,) in cursor.fetchall()}
+
+    def _start_one_by_one(self, firing: Firing, now: datetime) -> None:
+        row, job = firing.row, firing.job
         assert job is not None
-        for due in fire:
+        for due in firing.fire:
             try:
-                run = start_for_schedule(row, job, args, due=due, now=now)
+                run = start_for_schedule(row, job, firing.args, due=due, now=now)
             except IntegrityError:
                 logger.debug("slot %s of %s already fired", due, row.name)
                 continue
@@ -204,6 +275,55 @@ class Scheduler:
                 self._record_refusal(row, due, now, error)
                 continue
             logger.info("fired %s due %s as run %s", row.name, due.isoformat(), run.pk)
+
+    @staticmethod
+    def _start_in_bulk(firings: list[Firing], now: datetime) -> None:
+        """Insert the runs of ``firings`` at once and make each row's last one its last run."""
+        runs: dict[tuple[int, datetime], Run] = {}
+        for firing in firings:
+            job = firing.job
+            assert job is not None
+            for due in firing.fire:
+                runs[(firing.row.pk, due)] = new_run(
+                    job,
+                    firing.args,
+                    owner=firing.row.owner,
+                    schedule=firing.row,
+                    due=due,
+                    now=now,
+                    priority=job.priority,
+                )
+        if not runs:
+            return
+        inserted = insert_runs_in_bulk(list(runs.values()))
+        last: dict[int, Run] = {}
+        for (row_id, due), run in runs.items():
+            if run.pk not in inserted:
+                logger.debug("slot %s of schedule %s already fired", due, row_id)
+                continue
+            logger.info("fired %s due %s as run %s", run.schedule, due.isoformat(), run.pk)
+            last[row_id] = run  # fires come in due order: the latest wins
+        if not last:
+            return
+        names = ("id", "last_due", "last_run")
+        values, params = sql.values_list(
+            Schedule, names, ((row_id, run.due, run.pk) for row_id, run in last.items())
+        )
+        table = sql.table(Schedule)
+
+        def column(name: str) -> str:
+            return sql.column(Schedule, name)
+
+        started = sql.prep(Schedule, "last_started", now)
+        statement = (
+            f"UPDATE {table} SET {column('last_due')} = v.column2, "
+            f"{column('last_run')} = v.column3, {column('last_started')} = %s, "
+            f"{column('last_ended')} = NULL, {column('last_status')} = '{LastStatus.RUNNING}', "
+            f"{column('last_error_type')} = '', {column('last_error_message')} = '' "
+            f"FROM ({values}) AS v WHERE {table}.{column('id')} = v.column1"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(statement, [started, *params])
 
     @staticmethod
     def _apply_overlap(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,7 +19,7 @@ from asgiref.sync import sync_to_async
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from django_weft import live
+from django_weft import live, sql
 from django_weft.exceptions import ConcurrencyLimitReached, IdempotencyKeyReused
 from django_weft.models import Document, Run, Schedule
 from django_weft.models.run import MAX_PRIORITY, MIN_PRIORITY
@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from django_weft.jobs import Job
 
 logger = logging.getLogger("django_weft.runs")
+
+#: Rows per INSERT of :func:`insert_runs_in_bulk`, well under every database's limit on
+#: parameters per statement.
+BULK_INSERT_ROWS = 500
 
 
 def check_priority(priority: int) -> int:
@@ -142,19 +146,16 @@ def _insert(
         unfinished = Run.objects.unfinished().filter(job=job.name, concurrency_key=concurrency_key)
         if unfinished.count() >= job.concurrency:
             raise ConcurrencyLimitReached(job.name, job.concurrency, concurrency_key or None)
-    run = Run(
-        id=uuid.uuid4(),
-        job=job.name,
-        job_version=job.version,
-        args=stored,
-        owner=cast(Any, owner),  # AUTH_USER_MODEL, whatever class the project swapped in
+    run = new_run(
+        job,
+        stored,
+        owner=owner,
         schedule=schedule,
         due=due,
-        idempotency_key=key,
-        concurrency_key=concurrency_key,
-        queue=job.queue,
+        now=now or timezone.now(),
         priority=priority,
-        created_at=now or timezone.now(),
+        key=key,
+        concurrency_key=concurrency_key,
     )
     # Only a keyed start can lose an insert race it must survive (by returning the
     # winner), so only it pays for a savepoint; a schedule's fire has its own.
@@ -176,6 +177,77 @@ def _insert(
     live.run_changed(run.pk)
     logger.info("started %s run %s", job.name, run.pk)
     return run, True
+
+
+def new_run(
+    job: Job,
+    stored: dict[str, Any],
+    *,
+    owner: AbstractBaseUser | None,
+    schedule: Schedule | None,
+    due: datetime | None,
+    now: datetime,
+    priority: int,
+    key: str | None = None,
+    concurrency_key: str = "",
+) -> Run:
+    """The unsaved row of a new run of ``job`` with already validated ``stored`` args."""
+    return Run(
+        id=uuid.uuid4(),
+        job=job.name,
+        job_version=job.version,
+        args=stored,
+        owner=cast(Any, owner),  # AUTH_USER_MODEL, whatever class the project swapped in
+        schedule=schedule,
+        due=due,
+        idempotency_key=key,
+        concurrency_key=concurrency_key,
+        queue=job.queue,
+        priority=priority,
+        created_at=now,
+    )
+
+
+def starts_in_bulk(job: Job) -> bool:
+    """Whether a run of ``job`` is one row and nothing else: no limit to count, no state.
+
+    Such runs, fired by schedules, are inserted many at once (see
+    :func:`insert_runs_in_bulk`).
+    """
+    return job.concurrency is None and job.state is None
+
+
+def insert_runs_in_bulk(runs: Sequence[Run]) -> set[uuid.UUID]:
+    """Insert ``runs`` (of jobs that :func:`starts_in_bulk`) in a few statements.
+
+    A run whose (schedule, due) slot already fired is left out, as the unique constraint
+    says; returns the ids of the runs that were inserted.
+    """
+    inserted: set[uuid.UUID] = set()
+    fields = list(Run._meta.concrete_fields)
+    columns = ", ".join(sql.column(Run, field.name) for field in fields)
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    with connection.cursor() as cursor:
+        for start in range(0, len(runs), BULK_INSERT_ROWS):
+            chunk = runs[start : start + BULK_INSERT_ROWS]
+            params = [
+                sql.prep(Run, field.name, field.pre_save(run, add=True))
+                for run in chunk
+                for field in fields
+            ]
+            cursor.execute(
+                f"INSERT INTO {sql.table(Run)} ({columns}) VALUES {', '.join([row] * len(chunk))} "
+                f"ON CONFLICT DO NOTHING RETURNING {sql.column(Run, 'id')}",
+                params,
+            )
+            pk = Run._meta.pk
+            assert pk is not None
+            inserted.update(pk.to_python(value) for (value,) in cursor.fetchall())
+    for run in runs:
+        if run.pk in inserted:
+            live.run_changed(run.pk)
+            logger.info("started %s run %s", run.job, run.pk)
+    return inserted
 
 
 def _run_for_key(job: Job, key: str, stored: dict[str, Any]) -> Run | None:

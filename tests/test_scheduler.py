@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from django.db import IntegrityError, connection, transaction
-from django.db.models.signals import post_save
 from django.test.utils import CaptureQueriesContext
 
 from django_weft.context import RunContext
@@ -24,6 +23,7 @@ from django_weft.finishing import Claim, finish
 from django_weft.jobs import Job, registry
 from django_weft.models import CatchUp, LastStatus, Overlap, Run, RunStatus, Schedule
 from django_weft.scheduler import Scheduler, decide
+from django_weft.signals import run_finished
 from django_weft.testing import DrivenClock
 from django_weft.worker import Worker
 
@@ -64,17 +64,16 @@ def digest(**fields: Any) -> Schedule:
 
 
 @pytest.fixture
-def inserted() -> Iterator[list[datetime | None]]:
-    """The due of every run, in the order the runs were inserted."""
+def executed() -> Iterator[list[datetime | None]]:
+    """The due of every run, in the order the runs finished."""
     order: list[datetime | None] = []
 
-    def receiver(sender: type[Run], instance: Run, created: bool, **kwargs: object) -> None:
-        if created:
-            order.append(instance.due)
+    def receiver(sender: type[Run], run: Run, **kwargs: object) -> None:
+        order.append(run.due)
 
-    post_save.connect(receiver, sender=Run, dispatch_uid="tests.inserted")
+    run_finished.connect(receiver, dispatch_uid="tests.executed")
     yield order
-    post_save.disconnect(sender=Run, dispatch_uid="tests.inserted")
+    run_finished.disconnect(dispatch_uid="tests.executed")
 
 
 @pytest.fixture
@@ -213,7 +212,7 @@ def test_catch_up_latest_finds_last_slot_of_sparse_cron(clock: DrivenClock, work
 
 
 def test_catch_up_all_runs_each_slot_in_window_in_order(
-    clock: DrivenClock, worker: Worker, inserted: list[datetime | None]
+    clock: DrivenClock, worker: Worker, executed: list[datetime | None]
 ) -> None:
     """Down until 16:00 with a 3-hour window: runs due 13:00 to 16:00 in order, 12:00 missed."""
     row = hourly(catch_up=CatchUp.ALL, catch_up_window=3 * HOUR)
@@ -221,7 +220,7 @@ def test_catch_up_all_runs_each_slot_in_window_in_order(
     clock.skip(5 * HOUR)
     clock.advance(timedelta(0))
     slots = [utc(2026, 3, 7, hour) for hour in (13, 14, 15, 16)]
-    assert inserted == slots
+    assert executed == slots
     row = stored(row)
     assert dues(row) == slots
     assert row.missed == 1

@@ -73,7 +73,7 @@ class Migration(migrations.Migration):
             model_name="run",
             index=models.Index(
                 condition=models.Q(("status", "queued")),
-                fields=["-priority", "created_at"],
+                fields=["-priority", "created_at", "due"],
                 name="weft_run_claim",
             ),
         ),

@@ -135,7 +135,8 @@ class Run(models.Model):
             # The claim reads queued runs in this order and stops after a batch, so its
             # cost does not grow with the backlog.
             models.Index(
-                fields=["-priority", "created_at"],
+                # The due orders the runs one fire of a catch-up started together.
+                fields=["-priority", "created_at", "due"],
                 name="weft_run_claim",
                 condition=models.Q(status=RunStatus.QUEUED),
             ),
