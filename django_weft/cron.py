@@ -130,27 +130,26 @@ class CronPlan:
         would-be due; one whose would-be due is the due of a real fire is not.
         """
         _require_aware(until, "until")
-        for fire in self._candidates(after):
+        for fire in self._candidates(after, include_skipped=include_skipped):
             if fire.due > until:
                 return
             if include_skipped or fire.note != "skipped":
                 yield fire
 
-    def _candidates(self, after: datetime) -> Iterator[Fire]:
-        """All slots (skipped ones included) due after ``after``: sorted, one per instant.
+    def _candidates(self, after: datetime, *, include_skipped: bool = False) -> Iterator[Fire]:
+        """The slots due after ``after``, skipped ones included: sorted, one per instant.
 
         Matched wall times come in wall-clock order; their slots come almost in due
         order, except where a change of offset makes a later wall time fire earlier
         (the repeated half of a fold, the would-be instants of skipped gap slots). So
         slots wait in a heap until a wall time's earliest instant (its horizon) shows
-        that no later wall time can fire before them.
+        that no later wall time can fire before them. Without ``include_skipped`` the
+        skipped slots of wall times before ``after``'s own may be missing: each would
+        lose to a real fire at its instant anyway.
         """
         _require_aware(after, "after")
         after = after.astimezone(UTC)
-        naive_after = after.replace(tzinfo=None)
-        start = naive_after - _OFFSET_BOUND if naive_after - datetime.min > _OFFSET_BOUND else (
-            datetime.min
-        )
+        start = self._earliest_wall(after, include_skipped=include_skipped)
         # (due, note rank, arrival order, fire): ties go to the better note, then
         # to the earlier wall; the Fire itself is never compared.
         pending: list[tuple[datetime, int, int, Fire]] = []
@@ -177,6 +176,37 @@ class CronPlan:
                 last_due = fire.due
                 yield fire
 
+    def _earliest_wall(self, after: datetime, *, include_skipped: bool) -> datetime:
+        """A wall time before which no wall time has a slot (of the kind asked for) after ``after``.
+
+        A fire of an earlier wall time lies after ``after`` only through the repeated half
+        of a fold that ``after`` is in: start that many hours back. A skipped slot's
+        would-be instant uses the offset from before its gap, which can reach past
+        ``after`` from further back; no offset reaches a day, so start a day back.
+        """
+        naive_after = after.replace(tzinfo=None)
+        if include_skipped:
+            if naive_after - datetime.min <= _OFFSET_BOUND:
+                return datetime.min
+            return naive_after - _OFFSET_BOUND
+        try:
+            local = after.astimezone(self.zone).replace(tzinfo=None, fold=0)
+        except OverflowError:  # the wall clock at `after` is before year 1 or after 9999
+            return datetime.min if naive_after.year == datetime.min.year else datetime.max
+        first_offset, second_offset = self._offsets(local)
+        # In a fold the first reading has the larger offset; their difference is the fold.
+        return local - max(first_offset - second_offset, timedelta(0))
+
+    def _offsets(self, wall: datetime) -> tuple[timedelta, timedelta]:
+        """The UTC offsets of a naive wall time read with fold=0 and with fold=1."""
+        # ZoneInfo reads only the wall-clock fields and the fold of what it is given, so
+        # the naive wall time goes in as it is (three times quicker than attaching it).
+        first = self.zone.utcoffset(wall)
+        second = self.zone.utcoffset(wall.replace(fold=1))
+        assert first is not None  # a ZoneInfo always has an offset
+        assert second is not None
+        return first, second
+
     def _slots(self, wall: datetime) -> tuple[list[Fire], datetime]:
         """The fires of one matched wall time under this plan's DST policies, and its horizon.
 
@@ -185,9 +215,7 @@ class CronPlan:
         offset that is plain; at a change, every slot of a later wall time lies at or
         after the change, and both readings of this one lie at or before it.
         """
-        first_offset = wall.replace(tzinfo=self.zone).utcoffset()
-        second_offset = wall.replace(tzinfo=self.zone, fold=1).utcoffset()
-        assert first_offset is not None and second_offset is not None  # a ZoneInfo always has one
+        first_offset, second_offset = self._offsets(wall)
         first = (wall - first_offset).replace(tzinfo=UTC)
         if first_offset == second_offset:
             return [Fire(first, wall)], first

@@ -34,8 +34,7 @@ MONTH_NAMES = {
     )
 }
 WEEKDAY_NAMES = {
-    name: number
-    for number, name in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))
+    name: number for number, name in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))
 }
 
 #: The Gregorian calendar (weekdays included) repeats every 400 years, so a day rule
@@ -149,15 +148,16 @@ class DayRule:
 
     def _compute(self, year: int, month: int) -> tuple[int, ...]:
         first_weekday, length = calendar.monthrange(year, month)  # Monday is 0 there
-        nearest = {_nearest_weekday(day, (first_weekday + day) % 7, length)
-                   for day in self.nearest_weekdays if day <= length}
+        nearest = {
+            _nearest_weekday(day, (first_weekday + day) % 7, length)
+            for day in self.nearest_weekdays
+            if day <= length
+        }
         days = []
         for day in range(1, length + 1):
             weekday = (first_weekday + day) % 7  # Sunday is 0 here, as in cron
             by_month_day = (
-                day in self.month_days
-                or (self.last_day and day == length)
-                or day in nearest
+                day in self.month_days or (self.last_day and day == length) or day in nearest
             )
             by_weekday = (
                 weekday in self.weekdays
@@ -204,8 +204,8 @@ class CronFields:
                     hours = self.hours if today != day else _at_least(self.hours, hour)
                     for now_hour in hours:
                         on_start = today == day and now_hour == hour
-                        for now_minute in _at_least(self.minutes, minute) if on_start else (
-                            self.minutes
+                        for now_minute in (
+                            _at_least(self.minutes, minute) if on_start else (self.minutes)
                         ):
                             yield datetime(year, month, today, now_hour, now_minute)
             # Only the first month visited starts part-way through.
@@ -250,11 +250,9 @@ class _FieldError(Exception):
 
 def _count_problem(texts: list[str]) -> str:
     if len(texts) == 1 and texts[0].startswith("@"):
-        macro = texts[0].lower()
-        example = _MACROS.get(macro, "0 0 * * *")
-        return (
-            f'macros such as "{texts[0]}" are not supported; write the five fields, '
-            f'e.g. "{example}"'
+        example = _MACROS.get(texts[0].lower())
+        return f'macros such as "{texts[0]}" are not supported; write the five fields' + (
+            f', e.g. "{example}"' if example else ""
         )
     given = "no field is given" if not texts else f"{len(texts)} fields are given"
     unsupported = "; seconds and years are not supported" if len(texts) > 5 else ""
@@ -312,6 +310,10 @@ def _value(text: str, grammar: _Grammar, item: str) -> int:
     lowered = text.lower()
     if lowered in grammar.names:
         return grammar.names[lowered]
+    if not text:
+        raise _FieldError(
+            f'{grammar.name} "{item}": a range needs a value on each side of "-", e.g. "1-5"'
+        )
     if not _NUMBER.fullmatch(text):
         raise _FieldError(
             f'{grammar.name} "{text}"{_within(text, item)} is not a {grammar.noun}; '
@@ -330,7 +332,6 @@ def _value(text: str, grammar: _Grammar, item: str) -> int:
 def _within(text: str, item: str) -> str:
     """Where a value sits, for a message: nothing when it is the whole item."""
     return "" if text == item else f' in "{item}"'
-
 
 
 def _step(text: str, item: str, grammar: _Grammar) -> int:
@@ -426,7 +427,11 @@ def _weekday_values(text: str) -> tuple[set[int], set[tuple[int, int]], set[int]
         lowered = item.lower()
         if match := _NTH_WEEKDAY.fullmatch(lowered):
             day_text, week_text = match.groups()
-            if not _NUMBER.fullmatch(week_text) or not 1 <= int(week_text) <= 5:
+            if not _NUMBER.fullmatch(week_text):
+                raise _FieldError(
+                    f'{grammar.name} "{item}": week "{week_text}" is not a number; use 1-5'
+                )
+            if not 1 <= int(week_text) <= 5:
                 raise _FieldError(
                     f'{grammar.name} "{item}": week "{week_text}" is out of range 1-5'
                 )
