@@ -195,21 +195,22 @@ class CronFields:
 
     def walls_from(self, start: datetime) -> Iterator[datetime]:
         """Every matching wall time at or after ``start`` (naive), in order, to year 9999."""
-        year, month, day, hour = start.year, start.month, start.day, start.hour
+        year, month, day = start.year, start.month, start.day
         minute = start.minute + bool(start.second or start.microsecond)
+        # The rest of the start's own day first, so that the loop over whole days below
+        # (what a preview spends its time in) tests nothing per hour or minute.
+        if month in self.months and day in self.days.days_of(year, month):
+            for hour in _at_least(self.hours, start.hour):
+                for now_minute in _at_least(self.minutes, minute if hour == start.hour else 0):
+                    yield datetime(year, month, day, hour, now_minute)
         while year <= 9999:
             if month in self.months:
                 days = self.days.days_of(year, month)
-                for today in days[bisect.bisect_left(days, day) :]:
-                    hours = self.hours if today != day else _at_least(self.hours, hour)
-                    for now_hour in hours:
-                        on_start = today == day and now_hour == hour
-                        for now_minute in (
-                            _at_least(self.minutes, minute) if on_start else (self.minutes)
-                        ):
-                            yield datetime(year, month, today, now_hour, now_minute)
-            # Only the first month visited starts part-way through.
-            day = hour = minute = 0
+                for today in days[bisect.bisect_right(days, day) :]:
+                    for hour in self.hours:
+                        for now_minute in self.minutes:
+                            yield datetime(year, month, today, hour, now_minute)
+            day = 0  # after the start's month, every day of a month counts
             month += 1
             if month == 13:
                 year, month = year + 1, 1

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from django_weft.cron import CronError, Fire, zone_from_name
 from django_weft.models import Schedule
@@ -61,8 +63,9 @@ def _amount(amount: int, unit: str) -> str:
     return f"{amount} {unit if amount != 1 else unit[:-1]}"
 
 
-@dataclass(frozen=True)
-class PreviewLine:
+class PreviewLine(NamedTuple):
+    """One line of the preview: a fire (or a row that cannot be planned) of one schedule."""
+
     due: datetime
     schedule: str
     zone: str
@@ -75,13 +78,15 @@ class PreviewLine:
         return self.note not in ("skipped", "error")
 
     def render(self) -> str:
+        """``2026-03-08 07:00 UTC  2026-03-08 03:00 EDT (America/Toronto)  name  [mark]``."""
         try:
-            local = f"{self.due.astimezone(zone_from_name(self.zone)):%Y-%m-%d %H:%M %Z}"
+            local = self.due.astimezone(zone_from_name(self.zone))
         except CronError:
             # A stored row whose zone is unknown (written around save()): show UTC.
-            local = f"{self.due.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+            local = self.due.astimezone(UTC)
+        # str() of a datetime starts "YYYY-MM-DD HH:MM", several times quicker than strftime.
         return (
-            f"{self.due:%Y-%m-%d %H:%M} UTC  {local} ({self.zone})  "
+            f"{str(self.due)[:16]} UTC  {str(local)[:16]} {local.tzname()} ({self.zone})  "
             f"{self.schedule}{f'  [{self.mark}]' if self.mark else ''}"
         )
 
@@ -124,7 +129,7 @@ def preview(since: datetime, period: timedelta, schedules: Iterable[Schedule]) -
         lines.extend(
             PreviewLine(fire.due, row.name, zone, fire.note, dst_note(fire)) for fire in fires
         )
-    return sorted(lines, key=lambda line: (line.due, line.schedule))
+    return sorted(lines, key=operator.attrgetter("due", "schedule"))
 
 
 def header(
@@ -148,11 +153,31 @@ def header(
     )
 
 
+#: What preview() reads of a row. Loading only these makes reading 10,000 rows a good
+#: part quicker (no args to decode, no bookkeeping fields to convert).
+PREVIEW_FIELDS = (
+    "name",
+    "enabled",
+    "cron",
+    "timezone",
+    "every",
+    "at",
+    "on_gap",
+    "on_fold",
+    "armed",
+    "next_due",
+    "last_started",
+)
+
+
 def enabled_schedules(
     *, jobs: Collection[str] | None = None, names: Collection[str] | None = None
 ) -> list[Schedule]:
-    """The enabled schedules in name order; with ``jobs`` or ``names``, only those."""
-    rows = Schedule.objects.filter(enabled=True)
+    """The enabled schedules in name order; with ``jobs`` or ``names``, only those.
+
+    Rows come with only the fields the preview reads (``PREVIEW_FIELDS``).
+    """
+    rows = Schedule.objects.filter(enabled=True).only(*PREVIEW_FIELDS)
     if jobs:
         rows = rows.filter(job__in=jobs)
     if names:
