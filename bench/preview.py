@@ -3,10 +3,11 @@
 Loads enabled daily cron schedules (job ``bench.noop``, ``M H * * *`` with a random
 minute and hour, each in one of eight zones, two of them a 30 or 45 minutes off the
 hour), then times ``manage.py runjobs --plan 7d`` (its output written to a buffer) and,
-apart, ``preview()`` alone, each the median of ``--repeat`` runs. Then the cost of one
-``CronPlan.next_fire`` call for a few expressions, each call starting where the one
-before it stopped, and of ``CronPlan()`` plus one ``next_fire`` (what the scheduler does
-per fire).
+apart, ``preview()`` alone (reading the rows included), each the median of ``--repeat``
+runs, in seconds on the clock and in CPU seconds of the process (which a busy machine
+does not stretch). Then the cost of one ``CronPlan.next_fire`` call for a few
+expressions, each call starting where the one before it stopped, and of ``CronPlan()``
+plus one ``next_fire`` (what the scheduler does per fire).
 
     .venv/bin/python bench/preview.py [--database sqlite|postgres] [--repeat 3]
 """
@@ -61,8 +62,10 @@ def main() -> None:
     rng = random.Random(1)
     period = timedelta(days=7)
     print(f"daily cron schedules, preview of 7 days from {SINCE:%Y-%m-%d %H:%M} UTC")
-    print(f"median of {options.repeat} runs, seconds")
-    print(f"{'schedules':>10} {'fires':>7} {'--plan 7d':>10} {'preview()':>10}")
+    print(f"median of {options.repeat} runs, seconds; cpu: this process's CPU time")
+    print(
+        f"{'schedules':>10} {'fires':>7} {'--plan 7d':>10} {'cpu':>6} {'preview()':>10} {'cpu':>6}"
+    )
     loaded = 0
     for size in SIZES:
         Schedule.objects.bulk_create(
@@ -79,21 +82,24 @@ def main() -> None:
         )
         loaded = size
         _setup.analyze()
-        command_times, preview_times = [], []
+        command_times, command_cpu, preview_times, preview_cpu = [], [], [], []
         for _ in range(options.repeat):
             out = io.StringIO()
-            begin = time.perf_counter()
+            begin, begin_cpu = time.perf_counter(), time.process_time()
             call_command("runjobs", "--plan", "7d", "--since", SINCE.isoformat(), stdout=out)
             command_times.append(time.perf_counter() - begin)
+            command_cpu.append(time.process_time() - begin_cpu)
             fires = len(out.getvalue().splitlines()) - 1
             assert fires == 7 * size, f"{fires} fires listed for {size} daily schedules"
-            begin = time.perf_counter()
+            begin, begin_cpu = time.perf_counter(), time.process_time()
             lines = preview(SINCE, period, enabled_schedules())
             preview_times.append(time.perf_counter() - begin)
+            preview_cpu.append(time.process_time() - begin_cpu)
             assert len(lines) == 7 * size, f"{len(lines)} preview lines for {size} schedules"
         print(
             f"{size:>10,} {7 * size:>7,} {_setup.median(command_times):>10.3f} "
-            f"{_setup.median(preview_times):>10.3f}"
+            f"{_setup.median(command_cpu):>6.3f} {_setup.median(preview_times):>10.3f} "
+            f"{_setup.median(preview_cpu):>6.3f}"
         )
 
     print()

@@ -6,7 +6,7 @@ import operator
 import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import NamedTuple
 
 from django_weft.cron import CronError, Fire, zone_from_name
@@ -80,15 +80,19 @@ class PreviewLine(NamedTuple):
     def render(self) -> str:
         """``2026-03-08 07:00 UTC  2026-03-08 03:00 EDT (America/Toronto)  name  [mark]``."""
         try:
-            local = self.due.astimezone(zone_from_name(self.zone))
+            zone: tzinfo = zone_from_name(self.zone)
         except CronError:
-            # A stored row whose zone is unknown (written around save()): show UTC.
-            local = self.due.astimezone(UTC)
-        # str() of a datetime starts "YYYY-MM-DD HH:MM", several times quicker than strftime.
+            zone = UTC  # a stored row whose zone is unknown (written around save())
+        local = self.due.astimezone(zone)
         return (
-            f"{str(self.due)[:16]} UTC  {str(local)[:16]} {local.tzname()} ({self.zone})  "
+            f"{_to_minutes(self.due)} UTC  {_to_minutes(local)} {local.tzname()} ({self.zone})  "
             f"{self.schedule}{f'  [{self.mark}]' if self.mark else ''}"
         )
+
+
+def _to_minutes(moment: datetime) -> str:
+    """``2026-03-08 07:00``: the wall-clock reading (several times quicker than strftime)."""
+    return moment.replace(tzinfo=None).isoformat(" ", "minutes")
 
 
 def preview(since: datetime, period: timedelta, schedules: Iterable[Schedule]) -> list[PreviewLine]:
