@@ -155,6 +155,7 @@ class CronPlan:
         pending: list[tuple[datetime, int, int, Fire]] = []
         arrivals = itertools.count()
         last_due: datetime | None = None
+        push, pop = heapq.heappush, heapq.heappop  # looked up once: this loop is the hot path
         for wall in self.fields.walls_from(start):
             try:
                 slots, horizon = self._slots(wall)
@@ -163,15 +164,15 @@ class CronPlan:
                     continue  # an instant before year 1 is before `after` too
                 break  # past year 9999: what is pending is all there is
             while pending and pending[0][0] < horizon:
-                fire = heapq.heappop(pending)[3]
+                fire = pop(pending)[3]
                 if fire.due != last_due:  # equal dues: the best-ranked one came first
                     last_due = fire.due
                     yield fire
             for fire in slots:
                 if fire.due > after:
-                    heapq.heappush(pending, (fire.due, _NOTE_RANK[fire.note], next(arrivals), fire))
+                    push(pending, (fire.due, _NOTE_RANK[fire.note], next(arrivals), fire))
         while pending:
-            fire = heapq.heappop(pending)[3]
+            fire = pop(pending)[3]
             if fire.due != last_due:
                 last_due = fire.due
                 yield fire
@@ -207,7 +208,7 @@ class CronPlan:
         assert second is not None
         return first, second
 
-    def _slots(self, wall: datetime) -> tuple[list[Fire], datetime]:
+    def _slots(self, wall: datetime) -> tuple[tuple[Fire, ...], datetime]:
         """The fires of one matched wall time under this plan's DST policies, and its horizon.
 
         The horizon is the earlier of the wall's two readings (fold=0 and fold=1): no
@@ -218,18 +219,18 @@ class CronPlan:
         first_offset, second_offset = self._offsets(wall)
         first = (wall - first_offset).replace(tzinfo=UTC)
         if first_offset == second_offset:
-            return [Fire(first, wall)], first
+            return (Fire(first, wall),), first
         second = (wall - second_offset).replace(tzinfo=UTC)
         if first < second:  # fold: the wall time happens twice
             if self._fold_both:
-                return [Fire(first, wall), Fire(second, wall, "repeated")], first
-            return [Fire(first, wall)], first
+                return (Fire(first, wall), Fire(second, wall, "repeated")), first
+            return (Fire(first, wall),), first
         # Gap: for a missing wall time fold=1 reads it with the offset after the
         # change (an instant before it) and fold=0 with the offset before (an
         # instant after it), so the change lies in (second, first].
         if self._gap_skip:
-            return [Fire(first, wall, "skipped")], second
-        return [Fire(self._transition(second, first), wall, "shifted")], second
+            return (Fire(first, wall, "skipped"),), second
+        return (Fire(self._transition(second, first), wall, "shifted"),), second
 
     def _transition(self, before: datetime, after: datetime) -> datetime:
         """The first instant in (before, after] carrying ``after``'s UTC offset."""
