@@ -24,8 +24,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
-FIELD_NAMES = ("minute", "hour", "day-of-month", "month", "day-of-week")
-
 MONTH_NAMES = {
     name: number
     for number, name in enumerate(
@@ -53,8 +51,9 @@ _MACROS = {
     "@hourly": "0 * * * *",
 }
 
-_NUMBER = re.compile(r"\d+")
-_NEAREST_WEEKDAY = re.compile(r"(\d+)w")
+# ASCII digits only: int() would also take "٣".
+_NUMBER = re.compile(r"[0-9]+")
+_NEAREST_WEEKDAY = re.compile(r"([0-9]+)w")
 _NTH_WEEKDAY = re.compile(r"([^#]+)#(.*)")
 
 
@@ -70,7 +69,7 @@ class CronError(ValueError):
         return (type(self), (str(self), self.field))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Grammar:
     """What one field accepts: its bounds, its names and how to say them in a message."""
 

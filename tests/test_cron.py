@@ -121,6 +121,7 @@ def test_cron_plan_valid_defaults() -> None:
         ("0 9-25 * * *", 'hour "25" in "9-25" is out of range 0-23'),
         ("a b c d e", 'minute "a" is not a number; use 0-59'),
         ("1.5 * * * *", 'minute "1.5" is not a number; use 0-59'),
+        ("\u0663 * * * *", 'minute "\u0663" is not a number; use 0-59'),  # an Arabic-Indic 3
         ("0 x * * *", 'hour "x" is not a number; use 0-23'),
         ("0 0 * jam *", 'month "jam" is not a month; use 1-12 or jan-dec'),
         (
