@@ -524,6 +524,21 @@ def test_next_fire_end_of_datetime_range() -> None:
     assert caught.value.field == "cron"
 
 
+def test_next_fire_ends_of_datetime_range_in_offset_zones() -> None:
+    """A wall time whose instant falls outside datetime's range is no fire, at either end."""
+    new_year = CronPlan("0 23 31 12 *", TORONTO)
+    # 9999-12-31 23:00 EST would be 10000-01-01 04:00 UTC.
+    assert new_year.next_fire(utc(9998, 12, 31, 12)).due == utc(9999, 1, 1, 4)
+    with pytest.raises(CronError):
+        new_year.next_fire(utc(9999, 1, 1, 4))
+    # 0001-01-01 00:00 in Tokyo (+09:18:59 then) was before year 1 in UTC.
+    start = datetime.min.replace(tzinfo=UTC)
+    assert CronPlan("0 0 1 1 *", "Asia/Tokyo").next_fire(start).due == datetime(
+        1, 12, 31, 14, 41, 1, tzinfo=UTC
+    )
+    assert CronPlan("0 0 1 1 *", TORONTO).next_fire(start).due.year == 1
+
+
 def test_next_fire_naive_after_refused() -> None:
     """A naive `after` or `until` raises ValueError instead of guessing a zone."""
     plan = CronPlan("0 7 * * *", TORONTO)
