@@ -351,6 +351,46 @@ def test_enabled_schedules_disabled_row() -> None:
     assert [row.name for row in enabled_schedules()] == ["on"]
 
 
+@pytest.mark.django_db
+def test_preview_rows_sharing_a_plan() -> None:
+    """Rows with the same cron, zone and policies each get their own lines; others differ."""
+    schedule("a", cron="30 2 * * *", timezone=TORONTO)
+    schedule("b", cron="30 2 * * *", timezone=TORONTO)
+    schedule("c", cron="30 2 * * *", timezone=TORONTO, on_gap="skip")
+    lines = preview(utc(2026, 3, 8), timedelta(days=1), enabled_schedules())
+    assert [(line.schedule, line.due, line.note) for line in lines] == [
+        ("a", utc(2026, 3, 8, 7), "shifted"),
+        ("b", utc(2026, 3, 8, 7), "shifted"),
+        ("c", utc(2026, 3, 8, 7, 30), "skipped"),
+    ]
+
+
+@pytest.mark.django_db
+def test_preview_reads_rows_in_one_query(django_assert_num_queries: Any) -> None:
+    """Reading and planning every kind of row is one query: nothing is fetched per row."""
+    schedule("cron", cron="0 7 * * *", timezone=TORONTO)
+    schedule("every", every=timedelta(hours=6))
+    armed = schedule("armed", every=timedelta(hours=6))
+    Schedule.objects.filter(pk=armed.pk).update(armed=True, next_due=utc(2026, 3, 7, 1))
+    schedule("once", at=utc(2026, 3, 7, 9))
+    schedule("late", at=utc(2026, 3, 6, 9))
+    with django_assert_num_queries(1):
+        lines = preview(utc(2026, 3, 7), timedelta(days=1), enabled_schedules())
+        rendered = [line.render() for line in lines]
+    assert len(rendered) == 1 + 4 + 4 + 1 + 1
+
+
+@pytest.mark.django_db
+def test_enabled_schedules_of_jobs_and_names() -> None:
+    """enabled_schedules() narrows to jobs, to names, or to both."""
+    schedule("a", every=timedelta(hours=1))
+    Schedule.objects.create(name="b", job="tests.broken", every=timedelta(hours=1))
+    schedule("c", every=timedelta(hours=1))
+    assert [row.name for row in enabled_schedules(jobs=["tests.broken"])] == ["b"]
+    assert [row.name for row in enabled_schedules(names=["c", "b"])] == ["b", "c"]
+    assert [row.name for row in enabled_schedules(jobs=["tests.noop"], names=["b", "c"])] == ["c"]
+
+
 # --- runjobs --plan ----------------------------------------------------------------------
 
 
