@@ -13,7 +13,7 @@ from django_weft.cron import CronError, Fire, zone_from_name
 from django_weft.models import Schedule
 from django_weft.wording import dst_note
 
-_DURATION = re.compile(r"(\d+)([wdhms])")
+_DURATION = re.compile(r"([0-9]+)([wdhms])")
 _UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 _SECONDS = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
 
