@@ -432,6 +432,7 @@ ALL_MARCH = list(range(1, 32))
         pytest.param("0 12 1 * mon#2", 3, [1, 9], id="nth-weekday-or"),
         pytest.param("0 12 */2 * L5", 3, [27], id="star-step-and-last-friday"),
         pytest.param("0 12 * * L5", 3, [27], id="last-friday"),
+        pytest.param("0 12 * * Lfri", 3, [27], id="last-friday-by-name"),
         pytest.param("0 12 * * 0#5,sat#1", 3, [7, 29], id="nth-weekdays"),
         pytest.param("0 12 L * *", 3, [31], id="last-day"),
         # The 14th is a Saturday (Friday 13th), the 1st a Sunday (Monday 2nd), the 28th a
