@@ -1,34 +1,32 @@
 """Five-field cron expressions evaluated on the wall clock of an IANA time zone.
 
-This module is pure timing logic: it never reads the clock and never touches
-Django or the database; every moment is passed in. croniter parses the
-expression and iterates the *naive* wall-clock times it matches; this module
-then maps each wall time to real instants under an explicit daylight-saving
-policy. (Given aware datetimes, croniter would fire a repeated 01:30 twice and
-handle gaps its own way, so the policy is applied here instead.)
+This module is pure timing logic: it never reads the clock and never touches Django or
+the database; every moment is passed in. :mod:`django_weft.cronfields` reads the
+expression and lists the wall times it matches, in order; this module maps each wall
+time to real instants with :mod:`zoneinfo` under an explicit daylight-saving policy.
 
 Daylight-saving policies:
 
-* ``on_gap`` -- a wall time that does not exist (spring forward).
+* ``on_gap`` -- a wall time that does not exist (spring forward, or a skipped day).
   ``"shift"`` fires at the first instant after the gap, as Debian's cron does;
   ``"skip"`` drops the slot.
-* ``on_fold`` -- a wall time that happens twice (fall back). ``"first"`` fires
-  at the first occurrence only; ``"both"`` fires at both.
+* ``on_fold`` -- a wall time that happens twice (fall back, or a repeated day).
+  ``"first"`` fires at the first occurrence only; ``"both"`` fires at both.
 
-A schedule whose hour field is ``*`` or a step (any hour field with a ``/``:
-``*/2``, ``0-23/2``, ``1-23/2``...) means "every so many real hours" and keeps
-that real-time rhythm through both changes, whatever the policies say: through
-a fold it behaves as ``on_fold="both"`` (the repeated hour runs too), and in a
-gap its missing wall times are skipped, as Debian's cron does for wildcard-hour
-jobs (they simply continue on the new time). ``30 * * * *`` in Toronto on a
-spring-forward day fires at 01:30 EST and then 03:30 EDT, one real hour apart.
+A schedule whose hour field is ``*`` or a step (any hour field with a ``/``: ``*/2``,
+``0-23/2``, ``1-23/2``...) means "every so many real hours" and keeps that real-time
+rhythm through both changes, whatever the policies say: through a fold it behaves as
+``on_fold="both"`` (the repeated hour runs too), and in a gap its missing wall times
+are skipped, as Debian's cron does for wildcard-hour jobs (they simply continue on the
+new time). ``30 * * * *`` in Toronto on a spring-forward day fires at 01:30 EST and
+then 03:30 EDT, one real hour apart.
 
-Slots that land on the same instant fire once. A skipped slot is reported (on
-request) at its would-be instant, unless a real fire has that instant.
+Slots that land on the same instant fire once. A skipped slot is reported (on request)
+at its would-be instant, unless a real fire has that instant.
 
-croniter's random (``R``) and hashed (``H``) values are refused: ``R`` would be
-drawn again at every evaluation, so the armed slot, the preview and the next
-fire would disagree.
+Nothing here assumes a size for a wall-clock jump: the tz database holds gaps and folds
+of a whole day (Pacific/Apia skipped 2011-12-30; Alaska repeated a day in 1867), and
+they follow the same policies as an hour's change.
 """
 
 from __future__ import annotations
@@ -37,36 +35,20 @@ import functools
 import heapq
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 from zoneinfo import ZoneInfo, available_timezones
 
-from croniter import CroniterBadDateError, CroniterError, croniter  # type: ignore[import-untyped,unused-ignore]
+from django_weft.cronfields import CronError, CronFields, parse
 
 GAP_POLICIES = ("shift", "skip")
 FOLD_POLICIES = ("first", "both")
 
-# The Gregorian calendar (weekdays included) repeats every 400 years, so an
-# expression that matches nothing in 400 years never matches at all.
-SEARCH_YEARS = 400
-_REFERENCE_WALL = datetime(2000, 1, 1)
-# Real DST shifts are at most two hours; with this margin a later wall time can
-# never map to an instant earlier than what has already been released.
-_LOOKAHEAD = timedelta(hours=3)
+#: A UTC offset is strictly between -24 and +24 hours (a Python rule, wider than any
+#: zone's), so no wall time earlier than an instant minus a day maps past that instant.
+_OFFSET_BOUND = timedelta(hours=24)
 # On equal dues the first of these wins: an ordinary fire beats a shifted one.
 _NOTE_RANK = {"": 0, "repeated": 1, "shifted": 2, "skipped": 3}
-
-
-class CronError(ValueError):
-    """Raised for anything that makes a cron plan unusable; str(error) is a user-facing message."""
-
-    def __init__(self, message: str, field: str) -> None:
-        super().__init__(message)
-        self.field = field  # which input is wrong: "cron", "timezone", "on_gap" or "on_fold"
-
-    def __reduce__(self) -> tuple[type[CronError], tuple[str, str]]:
-        # Keep the field when the error is pickled (e.g. to another process).
-        return (type(self), (str(self), self.field))
 
 
 @functools.cache
@@ -85,14 +67,14 @@ def zone_from_name(name: str) -> ZoneInfo:
     return ZoneInfo(name)
 
 
-@dataclass(frozen=True)
-class Fire:
+class Fire(NamedTuple):
     """One slot of a plan: when it fires (``due``, aware UTC) and what wall time matched.
 
-    ``note`` is "" (ordinary), "shifted" (wall time in a gap, moved to the end
-    of the gap), "skipped" (wall time in a gap, dropped; never fires, only
-    reported on request, with ``due`` the would-be fold=0 instant) or
-    "repeated" (second occurrence of a wall time that happens twice).
+    ``note`` is "" (ordinary), "shifted" (wall time in a gap, moved to the end of the
+    gap), "skipped" (wall time in a gap, dropped; never fires, only reported on
+    request, with ``due`` the would-be fold=0 instant) or "repeated" (second
+    occurrence of a wall time that happens twice). A named tuple, because a preview
+    makes one per slot of every schedule and a tuple is the quickest to make.
     """
 
     due: datetime
@@ -107,27 +89,7 @@ class CronPlan:
         self, expression: str, zone: str, *, on_gap: str = "shift", on_fold: str = "first"
     ) -> None:
         """Validate every input, raising CronError whose ``field`` names the bad one."""
-        fields = expression.split()
-        if len(fields) != 5:
-            raise CronError(
-                f'invalid cron "{expression}": expected a five-field cron '
-                "(minute hour day-of-month month day-of-week)",
-                field="cron",
-            )
-        _refuse_random_and_hashed(expression, fields)
-        try:
-            first = croniter(
-                expression, _REFERENCE_WALL, max_years_between_matches=SEARCH_YEARS
-            ).get_next(datetime)
-        except CroniterBadDateError:
-            first = None
-        except (CroniterError, ValueError) as error:
-            raise CronError(
-                f'invalid cron "{expression}": {error}; expected a five-field cron',
-                field="cron",
-            ) from error
-        if first is None:
-            raise CronError(f'cron "{expression}" never occurs', field="cron")
+        self.fields: CronFields = parse(expression)
         self.zone = zone_from_name(zone)
         if on_gap not in GAP_POLICIES:
             raise CronError(f'unknown on_gap "{on_gap}"; use "shift" or "skip"', field="on_gap")
@@ -139,9 +101,8 @@ class CronPlan:
         # An hour field like "*", "*/2" or "0-23/2" means "every so many real hours":
         # the repeated hour of a fold runs too and the missing wall times of a gap
         # are skipped, whatever on_fold and on_gap say.
-        self._real_time_hours = fields[1].startswith("*") or "/" in fields[1]
-        self._fold_both = on_fold == "both" or self._real_time_hours
-        self._gap_skip = on_gap == "skip" or self._real_time_hours
+        self._fold_both = on_fold == "both" or self.fields.real_time_hours
+        self._gap_skip = on_gap == "skip" or self.fields.real_time_hours
 
     def __repr__(self) -> str:
         return (
@@ -169,67 +130,111 @@ class CronPlan:
         would-be due; one whose would-be due is the due of a real fire is not.
         """
         _require_aware(until, "until")
-        for fire in self._candidates(after):
+        for fire in self._candidates(after, include_skipped=include_skipped):
             if fire.due > until:
                 return
             if include_skipped or fire.note != "skipped":
                 yield fire
 
-    def _candidates(self, after: datetime) -> Iterator[Fire]:
-        """All slots (skipped ones included) due after ``after``: sorted, one per instant."""
+    def _candidates(self, after: datetime, *, include_skipped: bool = False) -> Iterator[Fire]:
+        """The slots due after ``after``, skipped ones included: sorted, one per instant.
+
+        Matched wall times come in wall-clock order; their slots come almost in due
+        order, except where a change of offset makes a later wall time fire earlier
+        (the repeated half of a fold, the would-be instants of skipped gap slots). So
+        slots wait in a heap until a wall time's earliest instant (its horizon) shows
+        that no later wall time can fire before them. Without ``include_skipped`` the
+        skipped slots of wall times before ``after``'s own may be missing: each would
+        lose to a real fire at its instant anyway.
+        """
         _require_aware(after, "after")
-        start = after.astimezone(self.zone).replace(tzinfo=None) - _LOOKAHEAD
-        walls = croniter(self.expression, start, max_years_between_matches=SEARCH_YEARS).all_next(
-            datetime
-        )
+        after = after.astimezone(UTC)
+        start = self._earliest_wall(after, include_skipped=include_skipped)
         # (due, note rank, arrival order, fire): ties go to the better note, then
         # to the earlier wall; the Fire itself is never compared.
         pending: list[tuple[datetime, int, int, Fire]] = []
         arrivals = itertools.count()
         last_due: datetime | None = None
-        while True:
+        push, pop = heapq.heappush, heapq.heappop  # looked up once: this loop is the hot path
+        for wall in self.fields.walls_from(start):
             try:
-                wall: datetime = next(walls)
-                slots = self._slots(wall)
-                # Every later wall maps to an instant after `horizon`, so what
-                # lies before it is final and can be released in order.
-                horizon: datetime | None = self._instant(wall, 0) - _LOOKAHEAD
-            except (StopIteration, ValueError, OverflowError):
-                slots, horizon = [], None  # past year 9999: all that is pending is final
+                slots, horizon = self._slots(wall)
+            except OverflowError:
+                if wall.year == datetime.min.year:
+                    continue  # an instant before year 1 is before `after` too
+                break  # past year 9999: what is pending is all there is
+            while pending and pending[0][0] < horizon:
+                fire = pop(pending)[3]
+                if fire.due != last_due:  # equal dues: the best-ranked one came first
+                    last_due = fire.due
+                    yield fire
             for fire in slots:
                 if fire.due > after:
-                    heapq.heappush(pending, (fire.due, _NOTE_RANK[fire.note], next(arrivals), fire))
-            while pending and (horizon is None or pending[0][0] < horizon):
-                due, _, _, fire = heapq.heappop(pending)
-                if due != last_due:  # equal dues: the best-ranked one came first
-                    last_due = due
-                    yield fire
-            if horizon is None:
-                return
+                    push(pending, (fire.due, _NOTE_RANK[fire.note], next(arrivals), fire))
+        while pending:
+            fire = pop(pending)[3]
+            if fire.due != last_due:
+                last_due = fire.due
+                yield fire
 
-    def _instant(self, wall: datetime, fold: int) -> datetime:
-        return wall.replace(tzinfo=self.zone, fold=fold).astimezone(UTC)
+    def _earliest_wall(self, after: datetime, *, include_skipped: bool) -> datetime:
+        """A wall time before which no wall time has a slot (of the kind asked for) after ``after``.
 
-    def _slots(self, wall: datetime) -> list[Fire]:
-        """The fires of one matched wall time under this plan's DST policies."""
-        first = self._instant(wall, 0)
-        second = self._instant(wall, 1)
-        if first == second:
-            return [Fire(first, wall)]
+        A fire of an earlier wall time lies after ``after`` only through the repeated half
+        of a fold that ``after`` is in: start that many hours back. A skipped slot's
+        would-be instant uses the offset from before its gap, which can reach past
+        ``after`` from further back; no offset reaches a day, so start a day back.
+        """
+        naive_after = after.replace(tzinfo=None)
+        if include_skipped:
+            if naive_after - datetime.min <= _OFFSET_BOUND:
+                return datetime.min
+            return naive_after - _OFFSET_BOUND
+        try:
+            local = after.astimezone(self.zone).replace(tzinfo=None, fold=0)
+        except OverflowError:  # the wall clock at `after` is before year 1 or after 9999
+            return datetime.min if naive_after.year == datetime.min.year else datetime.max
+        first_offset, second_offset = self._offsets(local)
+        # In a fold the first reading has the larger offset; their difference is the fold.
+        return local - max(first_offset - second_offset, timedelta(0))
+
+    def _offsets(self, wall: datetime) -> tuple[timedelta, timedelta]:
+        """The UTC offsets of a naive wall time read with fold=0 and with fold=1."""
+        # ZoneInfo reads only the wall-clock fields and the fold of what it is given, so
+        # the naive wall time goes in as it is (three times quicker than attaching it).
+        first = self.zone.utcoffset(wall)
+        second = self.zone.utcoffset(wall.replace(fold=1))
+        assert first is not None  # a ZoneInfo always has an offset
+        assert second is not None
+        return first, second
+
+    def _slots(self, wall: datetime) -> tuple[tuple[Fire, ...], datetime]:
+        """The fires of one matched wall time under this plan's DST policies, and its horizon.
+
+        The horizon is the earlier of the wall's two readings (fold=0 and fold=1): no
+        slot of this or any later wall time is due before it. Between two changes of
+        offset that is plain; at a change, every slot of a later wall time lies at or
+        after the change, and both readings of this one lie at or before it.
+        """
+        first_offset, second_offset = self._offsets(wall)
+        first = (wall - first_offset).replace(tzinfo=UTC)
+        if first_offset == second_offset:
+            return (Fire(first, wall),), first
+        second = (wall - second_offset).replace(tzinfo=UTC)
         if first < second:  # fold: the wall time happens twice
             if self._fold_both:
-                return [Fire(first, wall), Fire(second, wall, "repeated")]
-            return [Fire(first, wall)]
+                return (Fire(first, wall), Fire(second, wall, "repeated")), first
+            return (Fire(first, wall),), first
         # Gap: for a missing wall time fold=1 reads it with the offset after the
-        # transition (an instant before it) and fold=0 with the offset before
-        # (an instant after it), so the transition lies in (second, first].
+        # change (an instant before it) and fold=0 with the offset before (an
+        # instant after it), so the change lies in (second, first].
         if self._gap_skip:
-            return [Fire(first, wall, "skipped")]
-        return [Fire(self._transition(second, first), wall, "shifted")]
+            return (Fire(first, wall, "skipped"),), second
+        return (Fire(self._transition(second, first), wall, "shifted"),), second
 
     def _transition(self, before: datetime, after: datetime) -> datetime:
         """The first instant in (before, after] carrying ``after``'s UTC offset."""
-        # Bisect on whole seconds: works for any shift size (Lord Howe's 30 min too).
+        # Bisect on whole seconds: works for any shift, 30 minutes (Lord Howe) or a day.
         target = after.astimezone(self.zone).utcoffset()
         low, high = int(before.timestamp()), int(after.timestamp())
         while high - low > 1:
@@ -241,20 +246,17 @@ class CronPlan:
         return datetime.fromtimestamp(high, UTC)
 
 
-def _refuse_random_and_hashed(expression: str, fields: list[str]) -> None:
-    """Raise CronError(field="cron") if a field uses croniter's R (random) or H (hashed)."""
-    for field in fields:
-        for token in field.split(","):
-            base = token.split("/", 1)[0].upper()  # "H/15" and "H(0-29)/5" are hashed too
-            if base in ("R", "H") or base.startswith(("R(", "H(")):
-                raise CronError(
-                    f'invalid cron "{expression}": random (R) and hashed (H) values are '
-                    "not supported; write the minute or hour out, e.g. 17 instead of H",
-                    field="cron",
-                )
-
-
 def _require_aware(moment: datetime, name: str) -> None:
     # A naive moment has no defined instant; guessing a zone would hide bugs.
     if moment.utcoffset() is None:
         raise ValueError(f"{name} must be a timezone-aware datetime, got {moment!r}")
+
+
+__all__ = [
+    "FOLD_POLICIES",
+    "GAP_POLICIES",
+    "CronError",
+    "CronPlan",
+    "Fire",
+    "zone_from_name",
+]

@@ -2,41 +2,70 @@
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import NamedTuple
 
-from django_weft.cron import CronError, zone_from_name
+from django_weft.cron import CronError, Fire, zone_from_name
 from django_weft.models import Schedule
+from django_weft.wording import dst_note
 
-_DURATION = re.compile(r"(\d+)([wdhms])")
+_DURATION = re.compile(r"([0-9]+)([wdhms])")
 _UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
-
-_MARKS = {
-    "shifted": "DST gap: {wall} does not exist, moved to the end of the gap",
-    "skipped": "DST gap: {wall} does not exist, skipped",
-    "repeated": "DST fold: {wall} happens twice, second run",
-}
+_SECONDS = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
 
 
-def parse_duration(text: str) -> timedelta:
-    """``36h``, ``7d``, ``1d12h``, ``90m``, ``2w`` as a timedelta; ValueError otherwise."""
+@dataclass(frozen=True)
+class Period:
+    """How long a preview looks ahead, and the same in words ("1 day 12 hours")."""
+
+    length: timedelta
+    words: str
+
+    @classmethod
+    def of(cls, length: timedelta) -> Period:
+        """A period given as a timedelta, said in days, hours, minutes and seconds."""
+        if length <= timedelta(0):
+            raise ValueError(f"a preview period must be positive, not {length}")
+        left = int(length.total_seconds())
+        parts = []
+        for unit, seconds in _SECONDS.items():
+            amount, left = divmod(left, seconds)
+            if amount:
+                parts.append(_amount(amount, unit))
+        return cls(length, " ".join(parts) or str(length))  # under a second: as Python says it
+
+
+def parse_period(text: str) -> Period:
+    """``36h``, ``7d``, ``1d12h``, ``90m``, ``2w`` as a Period; ValueError otherwise.
+
+    The words keep the units given: ``36h`` is "36 hours", ``1d12h`` "1 day 12 hours".
+    """
     cleaned = text.strip().lower()
     if not cleaned or _DURATION.sub("", cleaned):
         raise ValueError(
             f'"{text}" is not a duration; use a number and a unit, e.g. 36h, 7d, 1d12h'
         )
-    total = timedelta()
+    amounts: dict[str, int] = {}
     for amount, unit in _DURATION.findall(cleaned):
-        total += timedelta(**{_UNITS[unit]: int(amount)})
-    if total <= timedelta(0):
+        amounts[_UNITS[unit]] = amounts.get(_UNITS[unit], 0) + int(amount)
+    length = timedelta(**amounts)
+    if length <= timedelta(0):
         raise ValueError(f'"{text}" is not a positive duration')
-    return total
+    words = " ".join(_amount(amount, unit) for unit, amount in amounts.items() if amount)
+    return Period(length, words)
 
 
-@dataclass(frozen=True)
-class PreviewLine:
+def _amount(amount: int, unit: str) -> str:
+    return f"{amount} {unit if amount != 1 else unit[:-1]}"
+
+
+class PreviewLine(NamedTuple):
+    """One line of the preview: a fire (or a row that cannot be planned) of one schedule."""
+
     due: datetime
     schedule: str
     zone: str
@@ -49,27 +78,35 @@ class PreviewLine:
         return self.note not in ("skipped", "error")
 
     def render(self) -> str:
+        """``2026-03-08 07:00 UTC  2026-03-08 03:00 EDT (America/Toronto)  name  [mark]``."""
         try:
-            local = f"{self.due.astimezone(zone_from_name(self.zone)):%Y-%m-%d %H:%M %Z}"
+            zone: tzinfo = zone_from_name(self.zone)
         except CronError:
-            # A stored row whose zone is unknown (written around save()): show UTC.
-            local = f"{self.due.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+            zone = UTC  # a stored row whose zone is unknown (written around save())
+        local = self.due.astimezone(zone)
         return (
-            f"{self.due:%Y-%m-%d %H:%M} UTC  {local} ({self.zone})  "
+            f"{_to_minutes(self.due)} UTC  {_to_minutes(local)} {local.tzname()} ({self.zone})  "
             f"{self.schedule}{f'  [{self.mark}]' if self.mark else ''}"
         )
+
+
+def _to_minutes(moment: datetime) -> str:
+    """``2026-03-08 07:00``: the wall-clock reading (several times quicker than strftime)."""
+    return moment.replace(tzinfo=None).isoformat(" ", "minutes")
 
 
 def preview(since: datetime, period: timedelta, schedules: Iterable[Schedule]) -> list[PreviewLine]:
     """Every fire in ``(since, since + period]`` in time order; DST-moved ones are marked.
 
     An armed interval keeps its grid; a one-off that is overdue and has not run is
-    shown at ``since``, when a worker started then would fire it.
+    shown at ``since``, when a worker started then would fire it. Schedules that share
+    a cron, a zone and the DST policies are planned once.
     """
     if since.utcoffset() is None:
         raise ValueError(f"since must be a timezone-aware datetime, got {since!r}")
     since = since.astimezone(UTC)  # every line is rendered "... UTC"
     until = since + period
+    cron_fires: dict[tuple[str, str, str, str], list[Fire]] = {}
     lines: list[PreviewLine] = []
     for row in schedules:
         zone = row.timezone_name()
@@ -82,15 +119,76 @@ def preview(since: datetime, period: timedelta, schedules: Iterable[Schedule]) -
                 lines.append(PreviewLine(max(due, since), row.name, zone, "", mark))
             continue
         try:
-            fires = list(row.plan(since).fires(since, until, include_skipped=True))
+            if row.cron:
+                key = (row.cron, row.timezone, row.on_gap, row.on_fold)
+                if key not in cron_fires:
+                    plan = row.plan(since)
+                    cron_fires[key] = list(plan.fires(since, until, include_skipped=True))
+                fires = cron_fires[key]
+            else:
+                fires = list(row.plan(since).fires(since, until, include_skipped=True))
         except CronError as error:
             lines.append(PreviewLine(since, row.name, zone, "error", f"cannot be planned: {error}"))
             continue
-        for fire in fires:
-            mark = _MARKS[fire.note].format(wall=f"{fire.wall:%H:%M}") if fire.note else ""
-            lines.append(PreviewLine(fire.due, row.name, zone, fire.note, mark))
-    return sorted(lines, key=lambda line: (line.due, line.schedule))
+        lines.extend(
+            PreviewLine(fire.due, row.name, zone, fire.note, dst_note(fire)) for fire in fires
+        )
+    return sorted(lines, key=operator.attrgetter("due", "schedule"))
 
 
-def enabled_schedules() -> list[Schedule]:
-    return list(Schedule.objects.filter(enabled=True).order_by("name"))
+def header(
+    lines: list[PreviewLine], since: datetime, period: Period, disabled: Collection[str] = ()
+) -> str:
+    """The line above a printed preview: how many fires, over what period, from when.
+
+    ``disabled`` names schedules that were asked for but fire nothing, being disabled.
+    """
+    fires = sum(line.fires for line in lines)
+    skipped = sum(line.note == "skipped" for line in lines)
+    notes = []
+    if skipped:
+        notes.append(f"{skipped} DST-skipped slot{'' if skipped == 1 else 's'} listed")
+    if disabled:
+        notes.append(f"disabled, so not listed: {', '.join(sorted(disabled))}")
+    return (
+        f"# {fires} fire{'' if fires == 1 else 's'} over {period.words} "
+        f"from {since.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+        + (f" ({'; '.join(notes)})" if notes else "")
+    )
+
+
+#: What preview() reads of a row. Loading only these makes reading 10,000 rows a good
+#: part quicker (no args to decode, no bookkeeping fields to convert).
+PREVIEW_FIELDS = (
+    "name",
+    "enabled",
+    "cron",
+    "timezone",
+    "every",
+    "at",
+    "on_gap",
+    "on_fold",
+    "armed",
+    "next_due",
+    "last_started",
+)
+
+
+def enabled_schedules(
+    *, jobs: Collection[str] | None = None, names: Collection[str] | None = None
+) -> list[Schedule]:
+    """The enabled schedules in name order; with ``jobs`` or ``names``, only those.
+
+    Rows come with only the fields the preview reads (``PREVIEW_FIELDS``).
+    """
+    rows = Schedule.objects.filter(enabled=True).only(*PREVIEW_FIELDS)
+    if jobs:
+        rows = rows.filter(job__in=jobs)
+    if names:
+        rows = rows.filter(name__in=names)
+    return list(rows.order_by("name"))
+
+
+def schedules_enabled(names: Collection[str]) -> dict[str, bool]:
+    """Whether each of the named schedules is enabled; names no schedule has are left out."""
+    return dict(Schedule.objects.filter(name__in=names).values_list("name", "enabled"))

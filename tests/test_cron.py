@@ -10,16 +10,21 @@ UTC) and springs forward 2026-10-04 02:00 -> 02:30 (10-03 15:30 UTC).
 
 from __future__ import annotations
 
+import calendar
+import functools
 import itertools
 import pickle
+import random
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
+from typing import Any
+from zoneinfo import ZoneInfo, available_timezones
 
 import pytest
 
 from django_weft.cron import FOLD_POLICIES, GAP_POLICIES, CronError, CronPlan, Fire, zone_from_name
+from tests.cron_oracle import offset_changes, reference_fires
 
 TORONTO = "America/Toronto"
 BERLIN = "Europe/Berlin"
@@ -76,31 +81,184 @@ def test_cron_plan_valid_defaults() -> None:
 
 
 @pytest.mark.parametrize(
-    "expression",
+    ("expression", "problem"),
     [
-        "",
-        "* * * *",
-        "0 0 * * * *",
-        "0 0 1 1 * 2026",
-        "0 0 0 1 1 * 2026",
-        "@daily",
-        "@hourly",
-        "61 * * * *",
-        "0 24 * * *",
-        "0 0 0 * *",
-        "* * * 13 *",
-        "* * * * 8",
-        "a b c d e",
-        "*/0 * * * *",
+        ("", "no field is given; a cron has five: minute hour day-of-month month day-of-week"),
+        (
+            "* * * *",
+            "4 fields are given; a cron has five: minute hour day-of-month month day-of-week",
+        ),
+        (
+            "0 0 * * * *",
+            "6 fields are given; a cron has five: minute hour day-of-month month day-of-week; "
+            "seconds and years are not supported",
+        ),
+        (
+            "0 0 1 1 * 2026",
+            "6 fields are given; a cron has five: minute hour day-of-month month day-of-week; "
+            "seconds and years are not supported",
+        ),
+        (
+            "0 0 0 1 1 * 2026",
+            "7 fields are given; a cron has five: minute hour day-of-month month day-of-week; "
+            "seconds and years are not supported",
+        ),
+        (
+            "@daily",
+            'macros such as "@daily" are not supported; write the five fields, e.g. "0 0 * * *"',
+        ),
+        (
+            "@hourly",
+            'macros such as "@hourly" are not supported; write the five fields, e.g. "0 * * * *"',
+        ),
+        ("@reboot", 'macros such as "@reboot" are not supported; write the five fields'),
+        ("61 * * * *", 'minute "61" is out of range 0-59'),
+        ("0 24 * * *", 'hour "24" is out of range 0-23'),
+        ("0 0 0 * *", 'day-of-month "0" is out of range 1-31'),
+        ("* * * 13 *", 'month "13" is out of range 1-12'),
+        ("* * * * 8", 'day-of-week "8" is out of range 0-7 (0 and 7 are Sunday)'),
+        ("5,61 * * * *", 'minute "61" is out of range 0-59'),
+        ("0 9-25 * * *", 'hour "25" in "9-25" is out of range 0-23'),
+        ("a b c d e", 'minute "a" is not a number; use 0-59'),
+        ("1.5 * * * *", 'minute "1.5" is not a number; use 0-59'),
+        ("\u0663 * * * *", 'minute "\u0663" is not a number; use 0-59'),  # an Arabic-Indic 3
+        ("0 x * * *", 'hour "x" is not a number; use 0-23'),
+        ("0 0 * jam *", 'month "jam" is not a month; use 1-12 or jan-dec'),
+        (
+            "0 0 * * fry",
+            'day-of-week "fry" is not a day of the week; use 0-7 (0 and 7 are Sunday) or sun-sat, '
+            "a day and # (mon#2: the second Monday) or L and a day (L5: the last Friday)",
+        ),
+        (
+            "0 0 W15 * *",
+            'day-of-month "W15" is not a day of the month; use 1-31, L (the last day of the '
+            "month) or a day and W (its nearest weekday), e.g. 15W",
+        ),
+        ("*/0 * * * *", 'minute step "0" in "*/0" is out of range 1-60'),
+        ("*/90 * * * *", 'minute step "90" in "*/90" is out of range 1-60'),
+        ("0 */x * * *", 'hour step "x" in "*/x" is not a whole number; use 1-24'),
+        ("0 0 * * */8", 'day-of-week step "8" in "*/8" is out of range 1-7'),
+        (
+            "1,,2 * * * *",
+            'minute "1,,2" has an empty list item; separate values with one comma, e.g. "1,15"',
+        ),
+        (
+            "0 0 ,5 * *",
+            'day-of-month ",5" has an empty list item; separate values with one comma, e.g. "1,15"',
+        ),
+        (
+            "0 0 * 5, *",
+            'month "5," has an empty list item; separate values with one comma, e.g. "1,15"',
+        ),
+        ("-5 * * * *", 'minute "-5": a range needs a value on each side of "-", e.g. "1-5"'),
+        ("0 0 ?,5 * *", 'day-of-month "?,5": ? stands alone, for any day'),
+        ("? * * * *", 'minute "?" is not a number; use 0-59'),
+        (
+            "0 0 L/2 * *",
+            'day-of-month "L/2": L and W take no range or step; write L alone (the last day of '
+            "the month) or a day and W, e.g. 15W",
+        ),
+        (
+            "0 0 15-L * *",
+            'day-of-month "15-L": L and W take no range or step; write L alone (the last day of '
+            "the month) or a day and W, e.g. 15W",
+        ),
+        ("0 0 32W * *", 'day-of-month "32" in "32W" is out of range 1-31'),
+        ("0 0 * * 1#6", 'day-of-week "1#6": week "6" is out of range 1-5'),
+        ("0 0 * * 1#x", 'day-of-week "1#x": week "x" is not a number; use 1-5'),
+        (
+            "0 0 * * L",
+            'day-of-week "L": # and L take one day, e.g. mon#2 (the second Monday) or L5 (the '
+            "last Friday); list several items for several days",
+        ),
+        (
+            "0 0 * * 1-5#2",
+            'day-of-week "1-5#2": # and L take one day, e.g. mon#2 (the second Monday) or L5 '
+            "(the last Friday); list several items for several days",
+        ),
     ],
 )
-def test_cron_plan_invalid_expression(expression: str) -> None:
-    """Malformed, macro and 6/7-field expressions raise CronError(field="cron") naming them."""
+def test_cron_plan_invalid_expression(expression: str, problem: str) -> None:
+    """A bad expression raises CronError(field="cron") naming the field, the value and the range."""
     with pytest.raises(CronError) as caught:
         CronPlan(expression, "UTC")
     assert caught.value.field == "cron"
-    assert f'"{expression}"' in str(caught.value)
-    assert "five-field" in str(caught.value)
+    assert str(caught.value) == f'invalid cron "{expression}": {problem}'
+
+
+@pytest.mark.parametrize(
+    ("expression", "problem"),
+    [
+        (
+            "5-1 * * * *",
+            'minute range "5-1" is reversed: 5 comes after 1; write the lower value first, '
+            'or list both ends to wrap around: "5-59,0-1"',
+        ),
+        (
+            "0 22-2 * * *",
+            'hour range "22-2" is reversed: 22 comes after 2; write the lower value first, '
+            'or list both ends to wrap around: "22-23,0-2"',
+        ),
+        (
+            "0 0 20-10 * *",
+            'day-of-month range "20-10" is reversed: 20 comes after 10; write the lower value '
+            'first, or list both ends to wrap around: "20-31,1-10"',
+        ),
+        (
+            "0 0 * nov-feb *",
+            'month range "nov-feb" is reversed: nov comes after feb; write the lower value '
+            'first, or list both ends to wrap around: "11-12,1-2"',
+        ),
+        (
+            "0 0 * * fri-mon",
+            'day-of-week range "fri-mon" is reversed: fri comes after mon; write the lower value '
+            'first, or list both ends to wrap around: "5-6,0-1"',
+        ),
+        (
+            "0 0 * * sat-sun",
+            'day-of-week range "sat-sun" is reversed: sat comes after sun; write the lower value '
+            'first, or list both ends to wrap around: "6,0"',
+        ),
+        (
+            "0 0 20-10/2 * *",
+            'day-of-month range "20-10/2" is reversed: 20 comes after 10; write the lower value '
+            "first",
+        ),
+        (
+            "0,50-10 * * * *",
+            'minute range "50-10" is reversed: 50 comes after 10; write the lower value first, '
+            'or list both ends to wrap around: "50-59,0-10"',
+        ),
+    ],
+)
+def test_cron_plan_reversed_range_refused(expression: str, problem: str) -> None:
+    """A range whose start comes after its end is refused, not wrapped around silently."""
+    with pytest.raises(CronError) as caught:
+        CronPlan(expression, "UTC")
+    assert caught.value.field == "cron"
+    assert str(caught.value) == f'invalid cron "{expression}": {problem}'
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        # Equal ends are one value; 7-7 and 0 are both Sunday (2026-03-01 is a Sunday).
+        (
+            "5-5 12 * * *",
+            [utc(2026, 2, 27, 12, 5), utc(2026, 2, 28, 12, 5), utc(2026, 3, 1, 12, 5)],
+        ),
+        ("0 12 * * 7-7", [utc(2026, 3, 1, 12)]),
+        # start/step runs to the end of the field: 50/5 is 50,55.
+        ("50/5 12 27 2 *", [utc(2026, 2, 27, 12, 50), utc(2026, 2, 27, 12, 55)]),
+        # Sunday as 7 at the end of a range and of a stepped range (Fri 27, Sat 28, Sun 1).
+        ("0 12 * * 6-7", [utc(2026, 2, 28, 12), utc(2026, 3, 1, 12)]),
+        ("0 12 * * 5-7/2", [utc(2026, 2, 27, 12), utc(2026, 3, 1, 12)]),
+    ],
+)
+def test_fires_range_edges(expression: str, expected: list[datetime]) -> None:
+    """Equal range ends, start/step and Sunday as 7 inside ranges read as in cron."""
+    plan = CronPlan(expression, "UTC")
+    assert dues(plan, utc(2026, 2, 27), utc(2026, 3, 2)) == expected
 
 
 @pytest.mark.parametrize(
@@ -122,7 +280,7 @@ def test_cron_plan_invalid_expression(expression: str) -> None:
     ],
 )
 def test_cron_plan_random_and_hashed_refused(expression: str) -> None:
-    """croniter's R (redrawn at every evaluation) and H are refused, naming the expression."""
+    """R (drawn again at every evaluation) and H, from croniter and Jenkins, are refused."""
     with pytest.raises(CronError) as caught:
         CronPlan(expression, "UTC")
     assert caught.value.field == "cron"
@@ -239,6 +397,59 @@ def test_fires_both_day_fields_restricted_match_either() -> None:
     ]
 
 
+# March 2026 starts on a Sunday: Sundays 1 8 15 22 29, Mondays 2 9 16 23 30, Tuesdays
+# 3 10 17 24 31, Wednesdays 4 11 18 25, Thursdays 5 12 19 26, Fridays 6 13 20 27,
+# Saturdays 7 14 21 28. June 2026 starts on a Monday: Mondays 1 8 15 22 29.
+ALL_MARCH = list(range(1, 32))
+
+
+@pytest.mark.parametrize(
+    ("expression", "month", "days"),
+    [
+        pytest.param("0 12 * * *", 3, ALL_MARCH, id="both-star"),
+        pytest.param("0 12 10 * *", 3, [10], id="month-day-only"),
+        pytest.param("0 12 * * mon", 3, [2, 9, 16, 23, 30], id="weekday-only"),
+        pytest.param("0 12 10 * mon", 3, [2, 9, 10, 16, 23, 30], id="both-restricted-or"),
+        # A day field starting with * is "unrestricted" for the rule: AND.
+        pytest.param("0 12 */7 * mon", 3, [], id="star-step-and-none"),
+        pytest.param("0 12 */7 * mon", 6, [1, 8, 15, 22, 29], id="star-step-and-mondays"),
+        pytest.param("0 12 */7 * sun", 3, [1, 8, 15, 22, 29], id="star-step-and-sundays"),
+        pytest.param(
+            "0 12 1-31/7 * mon", 3, [1, 2, 8, 9, 15, 16, 22, 23, 29, 30], id="range-step-or"
+        ),
+        pytest.param("0 12 10,11 * */2", 3, [10], id="weekday-star-step-and"),
+        # Only the first character counts, as in Debian's entry.c.
+        pytest.param("0 12 *,10 * 2", 3, [3, 10, 17, 24, 31], id="star-first-and"),
+        pytest.param("0 12 10,* * 2", 3, ALL_MARCH, id="star-later-or"),
+        pytest.param("0 12 ? * mon", 3, [2, 9, 16, 23, 30], id="question-mark-month-day"),
+        pytest.param("0 12 10 * ?", 3, [10], id="question-mark-weekday"),
+        # A full field written out is restricted: OR with it matches every day.
+        pytest.param("0 12 1-31 * mon", 3, ALL_MARCH, id="full-month-days-or"),
+        pytest.param("0 12 15 * 0-7", 3, ALL_MARCH, id="full-weekdays-or"),
+        # The extras are day values like any other under the rule.
+        pytest.param("0 12 L * fri", 3, [6, 13, 20, 27, 31], id="last-day-or-fridays"),
+        pytest.param("0 12 15W * wed", 3, [4, 11, 16, 18, 25], id="nearest-weekday-or"),
+        pytest.param("0 12 1 * mon#2", 3, [1, 9], id="nth-weekday-or"),
+        pytest.param("0 12 */2 * L5", 3, [27], id="star-step-and-last-friday"),
+        pytest.param("0 12 * * L5", 3, [27], id="last-friday"),
+        pytest.param("0 12 * * Lfri", 3, [27], id="last-friday-by-name"),
+        pytest.param("0 12 * * 0#5,sat#1", 3, [7, 29], id="nth-weekdays"),
+        pytest.param("0 12 L * *", 3, [31], id="last-day"),
+        # The 14th is a Saturday (Friday 13th), the 1st a Sunday (Monday 2nd), the 28th a
+        # Saturday (Friday 27th); 31W in a 30-day month matches nothing.
+        pytest.param("0 12 14W,1W,28W * *", 3, [2, 13, 27], id="nearest-weekdays"),
+        pytest.param("0 12 31W * *", 6, [], id="nearest-weekday-missing-day"),
+    ],
+)
+def test_fires_day_fields_vixie_rule(expression: str, month: int, days: list[int]) -> None:
+    """Both day fields restricted: either matches; one starting with * (or ?): both must."""
+    plan = CronPlan(expression, "UTC")
+    last = calendar.monthrange(2026, month)[1]
+    assert dues(plan, utc(2026, month, 1), utc(2026, month, last, 23)) == [
+        utc(2026, month, day, 12) for day in days
+    ]
+
+
 def test_next_fire_feb_29_only_in_leap_years() -> None:
     """Feb 29 fires only in leap years: after 2026-03-01 the next is 2028-02-29 12:00 EST."""
     plan = CronPlan("0 12 29 2 *", TORONTO)
@@ -312,6 +523,21 @@ def test_next_fire_end_of_datetime_range() -> None:
     with pytest.raises(CronError) as caught:
         plan.next_fire(utc(9999, 12, 31, 23))
     assert caught.value.field == "cron"
+
+
+def test_next_fire_ends_of_datetime_range_in_offset_zones() -> None:
+    """A wall time whose instant falls outside datetime's range is no fire, at either end."""
+    new_year = CronPlan("0 23 31 12 *", TORONTO)
+    # 9999-12-31 23:00 EST would be 10000-01-01 04:00 UTC.
+    assert new_year.next_fire(utc(9998, 12, 31, 12)).due == utc(9999, 1, 1, 4)
+    with pytest.raises(CronError):
+        new_year.next_fire(utc(9999, 1, 1, 4))
+    # 0001-01-01 00:00 in Tokyo (+09:18:59 then) was before year 1 in UTC.
+    start = datetime.min.replace(tzinfo=UTC)
+    assert CronPlan("0 0 1 1 *", "Asia/Tokyo").next_fire(start).due == datetime(
+        1, 12, 31, 14, 41, 1, tzinfo=UTC
+    )
+    assert CronPlan("0 0 1 1 *", TORONTO).next_fire(start).due.year == 1
 
 
 def test_next_fire_naive_after_refused() -> None:
@@ -827,3 +1053,258 @@ def test_fires_fixed_hour_list_through_fold_first() -> None:
     assert dues(plan, utc(2026, 11, 1, 3, 30), utc(2026, 11, 1, 8, 30)) == [
         utc(2026, 11, 1, hour) for hour in (4, 5, 7, 8)
     ]
+
+
+# --- wall-clock jumps of any size ----------------------------------------------------------
+#
+# The tz database holds jumps of a whole day. Pacific/Apia went from -10 to +14 at
+# 2011-12-30 10:00 UTC: 2011-12-29 23:59:59 -10 was followed by 2011-12-31 00:00 +14,
+# so 2011-12-30 never happened there. Pacific/Kwajalein went from -12 to +12 at
+# 1993-08-21 12:00 UTC: 1993-08-21 did not happen. America/Anchorage went from
+# +14:00:24 to -9:59:36 at 1867-10-19 00:31:13 UTC (the Alaska purchase): the wall
+# clock went back from 1867-10-19 14:31:37 to 1867-10-18 14:31:37, so a day happened
+# twice.
+
+APIA = "Pacific/Apia"
+KWAJALEIN = "Pacific/Kwajalein"
+ANCHORAGE = "America/Anchorage"
+
+
+def chained(plan: CronPlan, after: datetime, until: datetime, limit: int = 10_000) -> list[Fire]:
+    """next_fire() called again and again from ``after``, up to ``until`` (at most ``limit``)."""
+    found: list[Fire] = []
+    while len(found) < limit and (fire := plan.next_fire(after)).due <= until:
+        found.append(fire)
+        after = fire.due
+    return found
+
+
+def test_fires_skipped_calendar_day_shift() -> None:
+    """Apia's missing 2011-12-30: its 12:00 runs at the end of the gap (00:00 +14 on the 31st)."""
+    plan = CronPlan("0 12 * * *", APIA)
+    after, until = utc(2011, 12, 28), utc(2012, 1, 2)
+    fires = list(plan.fires(after, until))
+    assert fires == [
+        Fire(utc(2011, 12, 28, 22), datetime(2011, 12, 28, 12)),
+        Fire(utc(2011, 12, 29, 22), datetime(2011, 12, 29, 12)),
+        Fire(utc(2011, 12, 30, 10), datetime(2011, 12, 30, 12), "shifted"),
+        Fire(utc(2011, 12, 30, 22), datetime(2011, 12, 31, 12)),
+        Fire(utc(2011, 12, 31, 22), datetime(2012, 1, 1, 12)),
+        Fire(utc(2012, 1, 1, 22), datetime(2012, 1, 2, 12)),
+    ]
+    assert chained(plan, after, until) == fires
+
+
+def test_fires_skipped_calendar_day_skip() -> None:
+    """With on_gap skip nothing runs for Apia's missing day; the slot is reported on request."""
+    plan = CronPlan("0 12 * * *", APIA, on_gap="skip")
+    after, until = utc(2011, 12, 29), utc(2011, 12, 31)
+    assert dues(plan, after, until) == [utc(2011, 12, 29, 22), utc(2011, 12, 30, 22)]
+    # 12:00 on the 30th read with the old offset (-10) would have been 22:00 UTC, the
+    # instant of the 31st's 12:00 +14: a real fire has it, so nothing is reported.
+    assert notes(plan, after, until, include_skipped=True) == ["", ""]
+    assert chained(plan, after, until) == list(plan.fires(after, until))
+
+
+def test_fires_skipped_day_of_month_and_weekday() -> None:
+    """A cron for the missing day itself (the 30th, a Friday) fires at the gap's end or never."""
+    after, until = utc(2011, 12, 1), utc(2012, 1, 31)
+    shift = CronPlan("0 9 30 * *", APIA)
+    # 30 Dec: shifted to 00:00 +14 on the 31st; 30 Jan: 09:00 +14 (Apia's summer time).
+    assert dues(shift, after, until) == [utc(2011, 12, 30, 10), utc(2012, 1, 29, 19)]
+    skip = CronPlan("0 9 * * fri", APIA, on_gap="skip")
+    fridays = dues(skip, utc(2011, 12, 20), utc(2012, 1, 10))
+    # Fridays 23 Dec (-10), [30 Dec skipped], 6 Jan (+14).
+    assert fridays == [utc(2011, 12, 23, 19), utc(2012, 1, 5, 19)]
+    skipped = [fire for fire in skip.fires(after, until, include_skipped=True) if fire.note]
+    assert skipped == [Fire(utc(2011, 12, 30, 19), datetime(2011, 12, 30, 9), "skipped")]
+
+
+def test_fires_skipped_day_kwajalein() -> None:
+    """Kwajalein's missing 1993-08-21: the shifted fire comes before the next day's fire."""
+    plan = CronPlan("0 9 * * *", KWAJALEIN)
+    fires = list(plan.fires(utc(1993, 8, 20), utc(1993, 8, 23)))
+    assert fires == [
+        Fire(utc(1993, 8, 20, 21), datetime(1993, 8, 20, 9)),
+        Fire(utc(1993, 8, 21, 12), datetime(1993, 8, 21, 9), "shifted"),
+        Fire(utc(1993, 8, 21, 21), datetime(1993, 8, 22, 9)),
+        Fire(utc(1993, 8, 22, 21), datetime(1993, 8, 23, 9)),
+    ]
+
+
+def test_fires_step_hours_through_skipped_day_keep_real_time() -> None:
+    """Every six hours through Kwajalein's missing day: every six real hours, nothing doubled."""
+    plan = CronPlan("0 */6 * * *", KWAJALEIN)
+    after = utc(1993, 8, 20, 0)
+    assert dues(plan, after, utc(1993, 8, 22)) == [
+        after + timedelta(hours=6 * step) for step in range(1, 9)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("on_fold", "expected"),
+    [
+        pytest.param(
+            "first",
+            [
+                Fire(utc(1867, 10, 17, 21, 59, 36), datetime(1867, 10, 18, 12)),
+                Fire(utc(1867, 10, 18, 21, 59, 36), datetime(1867, 10, 19, 12)),
+                Fire(utc(1867, 10, 20, 21, 59, 36), datetime(1867, 10, 20, 12)),
+            ],
+            id="first",
+        ),
+        pytest.param(
+            "both",
+            [
+                Fire(utc(1867, 10, 17, 21, 59, 36), datetime(1867, 10, 18, 12)),
+                Fire(utc(1867, 10, 18, 21, 59, 36), datetime(1867, 10, 19, 12)),
+                Fire(utc(1867, 10, 19, 21, 59, 36), datetime(1867, 10, 19, 12), "repeated"),
+                Fire(utc(1867, 10, 20, 21, 59, 36), datetime(1867, 10, 20, 12)),
+            ],
+            id="both",
+        ),
+    ],
+)
+def test_fires_repeated_day(on_fold: str, expected: list[Fire]) -> None:
+    """Alaska's repeated day: 12:00 on 1867-10-19 happened at +14:00:24 and again at -9:59:36."""
+    plan = CronPlan("0 12 * * *", ANCHORAGE, on_fold=on_fold)
+    after, until = utc(1867, 10, 17, 12), utc(1867, 10, 21)
+    assert list(plan.fires(after, until)) == expected
+    assert chained(plan, after, until) == expected
+
+
+def test_fires_hourly_through_repeated_day() -> None:
+    """Hourly through Alaska's repeated day: every real hour, the second day noted "repeated"."""
+    plan = CronPlan("0 * * * *", ANCHORAGE)
+    after = utc(1867, 10, 18, 12)
+    fires = list(plan.fires(after, after + timedelta(hours=36)))
+    # Whole wall-clock hours are :59:36 UTC at both offsets.
+    assert [fire.due for fire in fires] == [
+        utc(1867, 10, 18, 12, 59, 36) + timedelta(hours=step) for step in range(36)
+    ]
+    # Up to 00:31:13 UTC on the 19th the wall clock reads +14:00:24, then it repeats.
+    assert [fire.note for fire in fires] == [""] * 12 + ["repeated"] * 24
+
+
+# --- against the brute-force reference --------------------------------------------------
+
+MINUTE_FIELDS = ["*", "*/15", "0", "30", "0,30", "5-10", "*/7", "59", "10/20"]
+HOUR_FIELDS = ["*", "*/2", "*/5", "0", "1", "2", "3", "12", "23", "0-23", "1-3", "10-14/2", "0,12"]
+MONTH_DAY_FIELDS = ["*", "*", "*", "?", "*/2", "*/7", "L", "15W", "1-31", "10-20", "1,15,30"]
+WEEKDAY_FIELDS = ["*", "*", "*", "?", "1-5", "0,6", "*/3", "mon#2", "L5", "0-7", "sun", "fri"]
+
+
+def random_expressions(seed: str, count: int) -> list[str]:
+    """``count`` expressions drawn from the pools above, the same ones for the same seed."""
+    rng = random.Random(seed)
+    return [
+        " ".join(
+            (
+                rng.choice(MINUTE_FIELDS),
+                rng.choice(HOUR_FIELDS),
+                rng.choice(MONTH_DAY_FIELDS),
+                "*",
+                rng.choice(WEEKDAY_FIELDS),
+            )
+        )
+        for _ in range(count)
+    ]
+
+
+@functools.cache
+def large_jumps() -> list[tuple[str, datetime]]:
+    """Every change of offset of 12 hours or more in the tz database (one zone per instant)."""
+    seen: dict[tuple[datetime, timedelta, timedelta], str] = {}
+    for zone in sorted(available_timezones()):
+        for instant, before, after in offset_changes(zone):
+            if abs(after - before) >= timedelta(hours=12):
+                seen.setdefault((instant, before, after), zone)
+    return sorted((zone, instant) for (instant, _, _), zone in seen.items())
+
+
+#: Ordinary daylight-saving changes, both ways: hour, half-hour (Lord Howe), two-hour
+#: (Troll), quarter-hour (Kathmandu, 1986) and negative (Dublin's winter time) ones.
+EVERYDAY_CHANGES = [
+    (TORONTO, utc(2026, 3, 8, 7)),
+    (TORONTO, utc(2026, 11, 1, 6)),
+    (BERLIN, utc(2026, 3, 29, 1)),
+    (BERLIN, utc(2026, 10, 25, 1)),
+    (LORD_HOWE, utc(2026, 4, 4, 15)),
+    (LORD_HOWE, utc(2026, 10, 3, 15, 30)),
+    ("Antarctica/Troll", utc(2026, 3, 29, 1)),
+    ("Antarctica/Troll", utc(2026, 10, 25, 1)),
+    ("Asia/Kathmandu", utc(1985, 12, 31, 18, 30)),
+    ("Europe/Dublin", utc(2026, 3, 29, 1)),
+    ("Europe/Dublin", utc(2026, 10, 25, 1)),
+]
+
+
+def reference_cases() -> list[Any]:
+    cases = []
+    for zone, instant in [*large_jumps(), *EVERYDAY_CHANGES]:
+        for expression in random_expressions(f"{zone} {instant}", 8):
+            cases.append(
+                pytest.param(zone, instant, expression, id=f"{zone}-{instant:%Y%m%d}-{expression}")
+            )
+    return cases
+
+
+def test_large_jumps_found() -> None:
+    """The scan finds the day-long jumps: Apia's and Kwajalein's skipped days, Alaska's repeat."""
+    found = large_jumps()
+    assert len(found) >= 15
+    instants = {instant for _, instant in found}
+    assert utc(2011, 12, 30, 10) in instants
+    assert utc(1993, 8, 21, 12) in instants
+    assert utc(1867, 10, 19, 0, 31, 13) in instants
+
+
+@pytest.mark.parametrize(("zone", "instant", "expression"), reference_cases())
+def test_fires_match_reference(zone: str, instant: datetime, expression: str) -> None:
+    """Around a change of offset, fires() and next_fire() agree with the brute-force reference.
+
+    For each policy pair: the slots over a day either side (skipped ones included), the
+    fires alone, and, started at moments inside and around the change, fires() and
+    next_fire() chained (20 fires from each start, which covers the change for
+    expressions that fire every minute).
+    """
+    after, until = instant - timedelta(days=1), instant + timedelta(days=1)
+    rng = random.Random(expression)
+    starts = [
+        instant,
+        instant - timedelta(seconds=1),
+        *(instant + timedelta(minutes=rng.randint(-1439, 1439)) for _ in range(6)),
+    ]
+    for on_gap, on_fold in itertools.product(GAP_POLICIES, FOLD_POLICIES):
+        plan = CronPlan(expression, zone, on_gap=on_gap, on_fold=on_fold)
+        expected = [
+            Fire(slot.due, slot.wall, slot.note)
+            for slot in reference_fires(
+                expression, zone, after, until, on_gap=on_gap, on_fold=on_fold
+            )
+        ]
+        assert list(plan.fires(after, until, include_skipped=True)) == expected
+        firing = [fire for fire in expected if fire.note != "skipped"]
+        assert list(plan.fires(after, until)) == firing
+        for start in [after, *starts]:
+            later = [fire for fire in firing if fire.due > start]
+            assert list(plan.fires(start, until)) == later
+            assert chained(plan, start, until, limit=20) == later[:20]
+
+
+def test_offset_changes_never_overlap() -> None:
+    """What the engine's ordering rests on holds for the installed tz database.
+
+    CronPlan releases a slot once a later wall time's earliest reading is past it, which is
+    right as long as two successive changes of a zone's offset are farther apart than
+    either change is large (the fold or gap of one change does not reach the next). The
+    tz database's closest changes are days apart.
+    """
+    for zone in available_timezones():
+        previous: tuple[datetime, timedelta] | None = None
+        for instant, before, after in offset_changes(zone):
+            jump = abs(after - before)
+            if previous is not None:
+                previous_instant, previous_jump = previous
+                assert instant - previous_instant > max(jump, previous_jump), zone
+            previous = (instant, jump)

@@ -22,7 +22,7 @@ from django.test import override_settings
 
 from django_weft.clocks import Clock
 from django_weft.models import Run, Schedule, WorkerProcess
-from django_weft.preview import PreviewLine, enabled_schedules, parse_duration, preview
+from django_weft.preview import Period, PreviewLine, enabled_schedules, parse_period, preview
 from django_weft.scheduler import Scheduler
 
 TORONTO = "America/Toronto"
@@ -61,32 +61,57 @@ def dues(lines: list[PreviewLine]) -> list[datetime]:
     return [line.due for line in lines]
 
 
-# --- parse_duration ----------------------------------------------------------------------
+# --- parse_period ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"),
+    ("text", "length", "words"),
     [
-        ("36h", timedelta(hours=36)),
-        ("7d", timedelta(days=7)),
-        ("1d12h", timedelta(days=1, hours=12)),
-        ("90m", timedelta(minutes=90)),
-        ("2w", timedelta(weeks=2)),
-        ("45s", timedelta(seconds=45)),
-        (" 7D ", timedelta(days=7)),
+        ("36h", timedelta(hours=36), "36 hours"),
+        ("7d", timedelta(days=7), "7 days"),
+        ("1d12h", timedelta(days=1, hours=12), "1 day 12 hours"),
+        ("90m", timedelta(minutes=90), "90 minutes"),
+        ("2w", timedelta(weeks=2), "2 weeks"),
+        ("1w", timedelta(weeks=1), "1 week"),
+        ("1h", timedelta(hours=1), "1 hour"),
+        ("45s", timedelta(seconds=45), "45 seconds"),
+        (" 7D ", timedelta(days=7), "7 days"),
+        ("0d12h", timedelta(hours=12), "12 hours"),
+        ("1d1d", timedelta(days=2), "2 days"),
     ],
 )
-def test_parse_duration_valid(text: str, expected: timedelta) -> None:
-    """A number and a unit (w, d, h, m, s), possibly chained, is that timedelta."""
-    assert parse_duration(text) == expected
+def test_parse_period_valid(text: str, length: timedelta, words: str) -> None:
+    """A number and a unit (w, d, h, m, s), possibly chained, is that length, said in its units."""
+    assert parse_period(text) == Period(length, words)
 
 
 @pytest.mark.parametrize("text", ["", "   ", "7", "7x", "0h", "0d0h", "-1d", "1.5h", "d", "1d 12h"])
-def test_parse_duration_invalid(text: str) -> None:
+def test_parse_period_invalid(text: str) -> None:
     """Empty, unitless, zero, negative or malformed durations raise ValueError naming the text."""
     with pytest.raises(ValueError, match="duration") as caught:
-        parse_duration(text)
+        parse_period(text)
     assert f'"{text}"' in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("length", "words"),
+    [
+        (timedelta(hours=36), "1 day 12 hours"),
+        (timedelta(minutes=90), "1 hour 30 minutes"),
+        (timedelta(days=7), "7 days"),
+        (timedelta(seconds=61), "1 minute 1 second"),
+    ],
+)
+def test_period_of_timedelta(length: timedelta, words: str) -> None:
+    """A period given as a timedelta is said in days, hours, minutes and seconds."""
+    assert Period.of(length) == Period(length, words)
+
+
+@pytest.mark.parametrize("length", [timedelta(0), timedelta(hours=-1)])
+def test_period_of_not_positive(length: timedelta) -> None:
+    """A zero or negative timedelta is refused."""
+    with pytest.raises(ValueError, match="positive"):
+        Period.of(length)
 
 
 # --- preview() ---------------------------------------------------------------------------
@@ -326,6 +351,46 @@ def test_enabled_schedules_disabled_row() -> None:
     assert [row.name for row in enabled_schedules()] == ["on"]
 
 
+@pytest.mark.django_db
+def test_preview_rows_sharing_a_plan() -> None:
+    """Rows with the same cron, zone and policies each get their own lines; others differ."""
+    schedule("a", cron="30 2 * * *", timezone=TORONTO)
+    schedule("b", cron="30 2 * * *", timezone=TORONTO)
+    schedule("c", cron="30 2 * * *", timezone=TORONTO, on_gap="skip")
+    lines = preview(utc(2026, 3, 8), timedelta(days=1), enabled_schedules())
+    assert [(line.schedule, line.due, line.note) for line in lines] == [
+        ("a", utc(2026, 3, 8, 7), "shifted"),
+        ("b", utc(2026, 3, 8, 7), "shifted"),
+        ("c", utc(2026, 3, 8, 7, 30), "skipped"),
+    ]
+
+
+@pytest.mark.django_db
+def test_preview_reads_rows_in_one_query(django_assert_num_queries: Any) -> None:
+    """Reading and planning every kind of row is one query: nothing is fetched per row."""
+    schedule("cron", cron="0 7 * * *", timezone=TORONTO)
+    schedule("every", every=timedelta(hours=6))
+    armed = schedule("armed", every=timedelta(hours=6))
+    Schedule.objects.filter(pk=armed.pk).update(armed=True, next_due=utc(2026, 3, 7, 1))
+    schedule("once", at=utc(2026, 3, 7, 9))
+    schedule("late", at=utc(2026, 3, 6, 9))
+    with django_assert_num_queries(1):
+        lines = preview(utc(2026, 3, 7), timedelta(days=1), enabled_schedules())
+        rendered = [line.render() for line in lines]
+    assert len(rendered) == 1 + 4 + 4 + 1 + 1
+
+
+@pytest.mark.django_db
+def test_enabled_schedules_of_jobs_and_names() -> None:
+    """enabled_schedules() narrows to jobs, to names, or to both."""
+    schedule("a", every=timedelta(hours=1))
+    Schedule.objects.create(name="b", job="tests.broken", every=timedelta(hours=1))
+    schedule("c", every=timedelta(hours=1))
+    assert [row.name for row in enabled_schedules(jobs=["tests.broken"])] == ["b"]
+    assert [row.name for row in enabled_schedules(names=["c", "b"])] == ["b", "c"]
+    assert [row.name for row in enabled_schedules(jobs=["tests.noop"], names=["b", "c"])] == ["c"]
+
+
 # --- runjobs --plan ----------------------------------------------------------------------
 
 
@@ -382,7 +447,7 @@ def test_runjobs_plan_mixed_schedules() -> None:
     schedule("late", at=utc(2026, 3, 6, 23))
     schedule("off", every=timedelta(minutes=1), enabled=False)
     header, *lines = plan("5h", "--since", "2026-03-07T00:00:00Z")
-    assert header == "# 8 fires from 2026-03-07 00:00 UTC for 5:00:00"
+    assert header == "# 8 fires over 5 hours from 2026-03-07 00:00 UTC"
     names = [line.split("  ")[2] for line in lines]
     assert names == ["late", "hourly", "hourly", "every", "hourly", "hourly", "every", "hourly"]
     assert lines[0].startswith("2026-03-07 00:00 UTC")
@@ -451,7 +516,7 @@ def test_runjobs_plan_no_schedules() -> None:
     """With no enabled schedule, --plan prints only its header with a count of zero."""
     schedule("off", every=timedelta(minutes=1), enabled=False)
     assert plan("1d", "--since", "2026-03-07T00:00Z") == [
-        "# 0 fires from 2026-03-07 00:00 UTC for 1 day, 0:00:00"
+        "# 0 fires over 1 day from 2026-03-07 00:00 UTC"
     ]
 
 
@@ -464,9 +529,7 @@ def test_runjobs_plan_header_counts_fires_and_skipped_slots_apart() -> None:
     # 3 fires of nightly (the 8th shifted), 2 of the skip row, and its skipped 02:30 on the 8th.
     assert len(lines) == 6
     assert sum("skipped" in line for line in lines) == 1
-    assert header == (
-        "# 5 fires from 2026-03-07 00:00 UTC for 3 days, 0:00:00 (1 DST-skipped slot listed)"
-    )
+    assert header == ("# 5 fires over 3 days from 2026-03-07 00:00 UTC (1 DST-skipped slot listed)")
 
 
 @pytest.mark.django_db
@@ -481,9 +544,7 @@ def test_runjobs_plan_header_one_fire_several_skipped_slots() -> None:
         "2026-03-08 07:30 UTC",
         "2026-03-08 20:00 UTC",
     ]
-    assert header == (
-        "# 1 fire from 2026-03-08 00:00 UTC for 1 day, 0:00:00 (2 DST-skipped slots listed)"
-    )
+    assert header == ("# 1 fire over 1 day from 2026-03-08 00:00 UTC (2 DST-skipped slots listed)")
 
 
 @pytest.mark.django_db
@@ -494,7 +555,7 @@ def test_runjobs_plan_unknown_stored_zone() -> None:
     Schedule.objects.filter(pk__in=[cron.pk, every.pk]).update(timezone="Mars/Olympus")
     header, *lines = plan("1d", "--since", "2026-03-07T00:00Z")
     # The unplannable row is listed but does not fire.
-    assert header == "# 2 fires from 2026-03-07 00:00 UTC for 1 day, 0:00:00"
+    assert header == "# 2 fires over 1 day from 2026-03-07 00:00 UTC"
     assert lines == [
         "2026-03-07 00:00 UTC  2026-03-07 00:00 UTC (Mars/Olympus)  broken  "
         '[cannot be planned: unknown time zone "Mars/Olympus"; '

@@ -87,6 +87,14 @@ def runjobs(*argv: str, **options: object) -> str:
             ["--job", "tests.noop", "--job", "also.missing"], ["also.missing"], id="job-one-unknown"
         ),
         pytest.param(["--plan"], ["--plan", "expected one argument"], id="plan-without-value"),
+        pytest.param(
+            ["--schedule", "nightly"], ["--schedule", "--plan"], id="schedule-without-plan"
+        ),
+        pytest.param(
+            ["--plan", "1d", "--schedule", "no such", "--schedule", "other"],
+            ["unknown schedule(s): no such, other"],
+            id="plan-schedule-unknown",
+        ),
         pytest.param(["--bogus"], ["--bogus"], id="unknown-flag"),
     ],
 )
@@ -126,7 +134,87 @@ def test_runjobs_plan_keywords() -> None:
     Schedule.objects.create(name="every", job="tests.noop", every=timedelta(hours=6))
     by_keyword = runjobs(plan="1d", since="2026-03-07T00:00Z")
     assert by_keyword == runjobs("--plan", "1d", "--since", "2026-03-07T00:00Z")
-    assert by_keyword.splitlines()[0] == "# 4 fires from 2026-03-07 00:00 UTC for 1 day, 0:00:00"
+    assert by_keyword.splitlines()[0] == "# 4 fires over 1 day from 2026-03-07 00:00 UTC"
+
+
+@pytest.mark.django_db
+def test_runjobs_plan_timedelta_keyword() -> None:
+    """call_command("runjobs", plan=timedelta(...)) works too; the header says it in words."""
+    Schedule.objects.create(name="every", job="tests.noop", every=timedelta(hours=6))
+    out = runjobs(plan=timedelta(hours=36), since="2026-03-07T00:00Z")
+    assert out.splitlines()[0] == "# 6 fires over 1 day 12 hours from 2026-03-07 00:00 UTC"
+
+
+def plan_rows() -> None:
+    """Four hourly schedules: two of tests.noop, one of tests.broken, one of them disabled."""
+    for name, job, enabled in [
+        ("a-noop", "tests.noop", True),
+        ("b-noop", "tests.noop", True),
+        ("c-broken", "tests.broken", True),
+        ("d-off", "tests.noop", False),
+    ]:
+        Schedule.objects.create(name=name, job=job, every=timedelta(hours=1), enabled=enabled)
+
+
+def planned_names(*argv: str) -> tuple[str, list[str]]:
+    """The header of ``runjobs --plan 3h`` and the schedule name on each line."""
+    header, *lines = runjobs("--plan", "3h", "--since", "2026-03-07T00:00Z", *argv).splitlines()
+    return header, [line.split("  ")[2] for line in lines]
+
+
+@pytest.mark.django_db
+def test_runjobs_plan_job_filter() -> None:
+    """--plan with --job lists only the schedules of those jobs."""
+    plan_rows()
+    header, names = planned_names("--job", "tests.broken")
+    assert header == "# 3 fires over 3 hours from 2026-03-07 00:00 UTC"
+    assert names == ["c-broken"] * 3
+    _, names = planned_names("--job", "tests.broken", "--job", "tests.noop")
+    assert sorted(set(names)) == ["a-noop", "b-noop", "c-broken"]
+
+
+@pytest.mark.django_db
+def test_runjobs_plan_schedule_filter() -> None:
+    """--schedule (repeatable) lists only the schedules of those names."""
+    plan_rows()
+    header, names = planned_names("--schedule", "b-noop", "--schedule", "c-broken")
+    assert header == "# 6 fires over 3 hours from 2026-03-07 00:00 UTC"
+    assert names == ["b-noop", "c-broken"] * 3
+
+
+@pytest.mark.django_db
+def test_runjobs_plan_job_and_schedule_filters_combine() -> None:
+    """With both --job and --schedule, a schedule must pass both."""
+    plan_rows()
+    _, names = planned_names(
+        "--job", "tests.noop", "--schedule", "b-noop", "--schedule", "c-broken"
+    )
+    assert names == ["b-noop"] * 3
+
+
+@pytest.mark.django_db
+def test_runjobs_plan_schedule_disabled() -> None:
+    """A disabled schedule named by --schedule is not refused: the header says it fires nothing."""
+    plan_rows()
+    header, names = planned_names("--schedule", "d-off", "--schedule", "a-noop")
+    assert (
+        header
+        == "# 3 fires over 3 hours from 2026-03-07 00:00 UTC (disabled, so not listed: d-off)"
+    )
+    assert names == ["a-noop"] * 3
+
+
+@pytest.mark.django_db
+def test_runjobs_plan_unknown_schedule_one_line() -> None:
+    """An unknown --schedule is a one-line error naming it, and nothing is printed."""
+    plan_rows()
+    out = StringIO()
+    with pytest.raises(CommandError) as caught:
+        call_command(
+            "runjobs", "--plan", "1d", "--schedule", "a-noop", "--schedule", "zz", stdout=out
+        )
+    assert str(caught.value) == "unknown schedule(s): zz"
+    assert out.getvalue() == ""
 
 
 # --- --once --------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from django_weft.conf import weft_settings
-from django_weft.management.commands.runjobs import duration, positive_int
+from django_weft.management.arguments import period, positive_int
+from django_weft.preview import Period
 from django_weft.pruning import prune_batch, prune_workers
 
 
@@ -23,7 +24,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--older-than",
-            type=duration,
+            type=period,
             required=True,
             metavar="DURATION",
             help="Delete runs that finished longer ago than this (30d, 12h, 2w, ...).",
@@ -37,10 +38,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         older_than = options["older_than"]
+        # call_command() hands keywords over without argparse: text, or a timedelta.
         if isinstance(older_than, str):
-            older_than = duration(older_than)
+            older_than = period(older_than)
+        elif not isinstance(older_than, Period):
+            older_than = Period.of(older_than)
         size = options["batch_size"] or weft_settings.PRUNE_BATCH_SIZE
-        before = (timezone.now() - older_than).astimezone(UTC)
+        before = (timezone.now() - older_than.length).astimezone(UTC)
         total = 0
         while deleted := prune_batch(before=before, size=size):
             total += deleted

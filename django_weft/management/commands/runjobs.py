@@ -7,81 +7,40 @@ import logging
 import os
 import signal
 import sys
-from datetime import UTC, datetime, timedelta
+from collections.abc import Collection
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils.dateparse import parse_datetime
-from django.utils.module_loading import import_string
 
-from django_weft.clocks import Clock, load_clock
+from django_weft.clocks import load_clock
 from django_weft.jobs import registry
-from django_weft.preview import enabled_schedules, parse_duration, preview
-from django_weft.serve import AsgiServer, parse_address
+from django_weft.management.arguments import (
+    address,
+    clock_path,
+    moment,
+    period,
+    positive_int,
+    seconds,
+)
+from django_weft.preview import (
+    Period,
+    enabled_schedules,
+    header,
+    preview,
+    schedules_enabled,
+)
+from django_weft.serve import AsgiServer
 from django_weft.worker import Worker
-
-
-def duration(text: str) -> timedelta:
-    try:
-        return parse_duration(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def moment(text: str) -> datetime:
-    parsed = parse_datetime(text)
-    if parsed is None:
-        raise argparse.ArgumentTypeError(
-            f'"{text}" is not an ISO-8601 moment, e.g. 2026-03-07T11:00Z'
-        )
-    return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def address(text: str) -> tuple[str, int]:
-    try:
-        return parse_address(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'"{text}" is not a whole number') from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'"{text}" is not a number of seconds') from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, not {value}")
-    return value
-
-
-def clock_path(text: str) -> str:
-    try:
-        cls = import_string(text)
-    except ImportError as error:
-        raise argparse.ArgumentTypeError(f'cannot import clock "{text}": {error}') from None
-    if not (isinstance(cls, type) and issubclass(cls, Clock)):
-        raise argparse.ArgumentTypeError(f'"{text}" is not a django_weft.clocks.Clock subclass')
-    return text
-
 
 #: The converters argparse applies, by option; keywords to call_command() go through them too.
 _CONVERTERS = {
     "concurrency": positive_int,
     "shutdown_grace": seconds,
     "clock": clock_path,
-    "plan": duration,
+    "plan": period,
     "since": moment,
     "http": address,
     "health_file": Path,
@@ -113,7 +72,8 @@ class Command(BaseCommand):
             action="append",
             dest="jobs",
             metavar="JOB",
-            help="Only execute runs of this job (repeatable; default: every registered job).",
+            help="Only execute runs of this job (repeatable; default: every registered job). "
+            "With --plan: only the schedules of this job.",
         )
         parser.add_argument(
             "--no-schedules",
@@ -159,10 +119,17 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--plan",
-            type=duration,
+            type=period,
             default=None,
             metavar="DURATION",
             help="Print every fire over DURATION (36h, 7d, ...) and exit without running anything.",
+        )
+        parser.add_argument(
+            "--schedule",
+            action="append",
+            dest="plan_schedules",
+            metavar="NAME",
+            help="With --plan: only the schedule of this name (repeatable).",
         )
         parser.add_argument(
             "--since",
@@ -176,12 +143,19 @@ class Command(BaseCommand):
         self._convert_keywords(options)
         if options["since"] is not None and options["plan"] is None:
             raise CommandError("--since only goes with --plan")
+        if options["plan_schedules"] and options["plan"] is None:
+            raise CommandError("--schedule only goes with --plan")
         unknown = sorted(set(options["jobs"] or ()) - {job.name for job in registry})
         if unknown:
             raise CommandError(f"unknown job(s): {', '.join(unknown)}")
         clock = load_clock(options["clock"])
         if options["plan"] is not None:
-            self._print_plan(options["since"] or clock.now(), options["plan"])
+            self._print_plan(
+                options["since"] or clock.now(),
+                options["plan"],
+                jobs=options["jobs"] or (),
+                names=options["plan_schedules"] or (),
+            )
             return
         self._configure_logging(options["verbosity"])
         worker = Worker(
@@ -222,18 +196,25 @@ class Command(BaseCommand):
                 except argparse.ArgumentTypeError as error:
                     raise CommandError(f"--{name.replace('_', '-')}: {error}") from None
 
-    def _print_plan(self, since: datetime, period: timedelta) -> None:
-        lines = preview(since, period, enabled_schedules())
-        since = since.astimezone(UTC)
-        fires = sum(line.fires for line in lines)
-        skipped = sum(line.note == "skipped" for line in lines)
-        header = f"# {fires} fire{'' if fires == 1 else 's'} from {since:%Y-%m-%d %H:%M} UTC"
-        header += f" for {period}"
-        if skipped:
-            header += f" ({skipped} DST-skipped slot{'' if skipped == 1 else 's'} listed)"
-        self.stdout.write(header)
-        for line in lines:
-            self.stdout.write(line.render())
+    def _print_plan(
+        self,
+        since: datetime,
+        length: Period | timedelta,
+        *,
+        jobs: Collection[str],
+        names: Collection[str],
+    ) -> None:
+        # call_command(plan=timedelta(...)) hands the length over without argparse.
+        chosen = length if isinstance(length, Period) else Period.of(length)
+        enabled = schedules_enabled(names)
+        unknown = sorted(set(names) - set(enabled))
+        if unknown:
+            raise CommandError(f"unknown schedule(s): {', '.join(unknown)}")
+        lines = preview(since, chosen.length, enabled_schedules(jobs=jobs, names=names))
+        disabled = [name for name, on in enabled.items() if not on]
+        self.stdout.write(header(lines, since, chosen, disabled))
+        if lines:  # one write: 10,000 schedules make 70,000 lines a week
+            self.stdout.write("\n".join(line.render() for line in lines))
 
     @staticmethod
     def _configure_logging(verbosity: int) -> None:

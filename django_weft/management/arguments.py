@@ -1,0 +1,67 @@
+"""The argument types of the management commands: each turns text into a value, or
+refuses it with a message that names the value and what would be accepted."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+
+from django.utils.dateparse import parse_datetime
+from django.utils.module_loading import import_string
+
+from django_weft.clocks import Clock
+from django_weft.preview import Period, parse_period
+from django_weft.serve import parse_address
+
+
+def period(text: str) -> Period:
+    try:
+        return parse_period(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def moment(text: str) -> datetime:
+    parsed = parse_datetime(text)
+    if parsed is None:
+        raise argparse.ArgumentTypeError(
+            f'"{text}" is not an ISO-8601 moment, e.g. 2026-03-07T11:00Z'
+        )
+    return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def address(text: str) -> tuple[str, int]:
+    try:
+        return parse_address(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'"{text}" is not a whole number') from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'"{text}" is not a number of seconds') from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, not {value}")
+    return value
+
+
+def clock_path(text: str) -> str:
+    try:
+        cls = import_string(text)
+    except ImportError as error:
+        raise argparse.ArgumentTypeError(f'cannot import clock "{text}": {error}') from None
+    if not (isinstance(cls, type) and issubclass(cls, Clock)):
+        raise argparse.ArgumentTypeError(f'"{text}" is not a django_weft.clocks.Clock subclass')
+    return text
