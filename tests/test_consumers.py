@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -14,7 +14,6 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser, Permission
-from django.db import connections
 from django.test import override_settings
 
 from django_weft import live
@@ -38,30 +37,6 @@ def owner() -> Any:
 @pytest.fixture
 def guest() -> Any:
     return get_user_model().objects.create_user("guest")
-
-
-@pytest.fixture
-def worker() -> Iterator[Callable[[], None]]:
-    """Call it to start a worker on its own thread; it is stopped after the test."""
-    built = Worker(
-        executor="django_weft.executors.ThreadExecutor", concurrency=2, poll_interval=0.05
-    )
-    threads: list[threading.Thread] = []
-
-    def work() -> None:
-        try:
-            built.run()
-        finally:
-            connections.close_all()
-
-    def start() -> None:
-        threads.append(threading.Thread(target=work))
-        threads[0].start()
-
-    yield start
-    built.stop()
-    for thread in threads:
-        thread.join(30)
 
 
 class Socket:
@@ -104,10 +79,13 @@ async def connect(user: Any) -> Socket:
 
 @pytest_asyncio.fixture
 async def sockets() -> AsyncIterator[list[Socket]]:
+    """The sockets a test opened, every one closed afterwards even if one fails to."""
     opened: list[Socket] = []
     yield opened
-    for socket in opened:
-        await socket.close()
+    closed = await asyncio.gather(*(socket.close() for socket in opened), return_exceptions=True)
+    errors = [error for error in closed if isinstance(error, BaseException)]
+    if errors:
+        raise errors[0]
 
 
 async def open_socket(sockets: list[Socket], user: Any) -> Socket:
@@ -230,12 +208,12 @@ async def test_consumer_concurrency_refusal_is_an_error_frame(
 
 
 async def test_consumer_owner_sees_output_guest_sees_phase(
-    owner: Any, guest: Any, sockets: list[Socket], worker: Callable[[], None]
+    owner: Any, guest: Any, sockets: list[Socket], worker_threads: Callable[[], Worker]
 ) -> None:
     """The owner gets state frames with the output; the guest only run frames without it."""
     mine = await open_socket(sockets, owner)
     theirs = await open_socket(sockets, guest)
-    worker()
+    worker_threads()
     await mine.send(
         {
             "type": "start",
@@ -280,11 +258,11 @@ async def test_consumer_owner_sees_output_guest_sees_phase(
 
 
 async def test_consumer_abort_stops_the_run(
-    owner: Any, sockets: list[Socket], worker: Callable[[], None]
+    owner: Any, sockets: list[Socket], worker_threads: Callable[[], Worker]
 ) -> None:
     """The owner's abort is a request: the run stops at its next sleep and ends aborted."""
     socket = await open_socket(sockets, owner)
-    worker()
+    worker_threads()
     await socket.send(
         {
             "type": "start",
