@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
+import pytest_asyncio
 from asgiref.sync import SyncToAsync
 from channels.layers import channel_layers
 from django.db import connections
@@ -13,6 +15,18 @@ from django_weft.models import Schedule
 from django_weft.signals import schedule_failed
 from django_weft.testing import DrivenClock
 from django_weft.worker import Worker
+from tests.live_client import CommunicatorSocket
+
+
+@pytest_asyncio.fixture
+async def sockets() -> AsyncIterator[list[CommunicatorSocket]]:
+    """The communicators a test opened (``open_socket``); all closed even if one fails to."""
+    opened: list[CommunicatorSocket] = []
+    yield opened
+    closed = await asyncio.gather(*(socket.close() for socket in opened), return_exceptions=True)
+    errors = [error for error in closed if isinstance(error, BaseException)]
+    if errors:
+        raise errors[0]
 
 
 @pytest.fixture

@@ -1,4 +1,9 @@
-"""A real websocket client of the live socket, signed in with a Django session cookie."""
+"""Clients of the live socket for the tests.
+
+In this process, through channels' ``WebsocketCommunicator`` (:func:`open_socket`), and
+against a real ASGI server, through a real websocket signed in with a session cookie
+(:func:`open_live`).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,55 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from channels.testing import WebsocketCommunicator
 from django.test import Client
 from websockets.sync.client import ClientConnection, connect
 
+from django_weft.consumers import RunsConsumer
 from tests.processes import AsgiServer
 
 Frame = dict[str, Any]
+
+
+class CommunicatorSocket:
+    """A connected communicator with helpers to wait for the frame a test expects."""
+
+    def __init__(self, communicator: WebsocketCommunicator, snapshot: Frame) -> None:
+        self.communicator = communicator
+        self.snapshot = snapshot
+        self.seen: list[Frame] = []
+
+    async def send(self, frame: Frame | str) -> None:
+        await self.communicator.send_to(
+            text_data=frame if isinstance(frame, str) else json.dumps(frame)
+        )
+
+    async def next(self, timeout: float = 5) -> Frame:
+        frame: Frame = await self.communicator.receive_json_from(timeout=timeout)
+        self.seen.append(frame)
+        return frame
+
+    async def until(self, match: Callable[[Frame], bool], timeout: float = 10) -> Frame:
+        while True:
+            frame = await self.next(timeout)
+            if match(frame):
+                return frame
+
+    async def close(self) -> None:
+        await self.communicator.disconnect()
+
+
+async def open_socket(opened: list[CommunicatorSocket], user: Any) -> CommunicatorSocket:
+    """Connect a communicator as ``user``, past its snapshot; kept in ``opened`` to close."""
+    communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
+    communicator.scope["user"] = user
+    connected, _ = await communicator.connect(timeout=5)
+    assert connected
+    snapshot: Frame = await communicator.receive_json_from(timeout=5)
+    assert snapshot["type"] == "snapshot"
+    socket = CommunicatorSocket(communicator, snapshot)
+    opened.append(socket)
+    return socket
 
 
 def session_cookie(user: Any) -> str:
