@@ -84,6 +84,7 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.groups_joined: list[str] = []
+        self.documents_watched: list[str] = []
         #: Whether the client was last told that changes reach it (``live`` frames).
         self.live_ok = True
         self._ready = asyncio.Event()
@@ -202,6 +203,10 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 self.live_ok = True
                 await self.send_json({"type": "live", "ok": True})
             await self._send_snapshot()
+            if self.documents_watched:
+                await self.handle_subscribe({"documents": self.documents_watched})
+        except FrameError as error:
+            await self.send_json({"type": "error", "code": error.code, "message": str(error)})
         except Exception:
             logger.exception("could not resend the snapshot after a channel-layer outage")
             await self.close(code=CLOSE_RESYNC_FAILED)
@@ -306,6 +311,7 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         ]
         # Kept even if the layer is down now: they are joined again when it is back.
         self.groups_joined += groups
+        self.documents_watched = list(dict.fromkeys([*self.documents_watched, *frame["documents"]]))
         await self._join(groups)
         for document in documents:
             await self.send_json({"type": "document", "document": document})

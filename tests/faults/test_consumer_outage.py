@@ -16,7 +16,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.test import override_settings
 
+from django_weft.documents import change_document, open_document
 from django_weft.models import Run, RunStatus
 from django_weft.worker import Worker
 from example_project.shell.jobs import shell
@@ -152,3 +154,25 @@ async def test_consumer_outage_is_logged_once_for_all_sockets(
     assert len(sockets_said) == 2, said
     assert "the channel layer failed" in sockets_said[0]
     assert "works again" in sockets_said[1]
+
+
+async def test_consumer_resync_resends_subscribed_documents(
+    redis: RedisServer, sockets: list[CommunicatorSocket]
+) -> None:
+    """A document changed during the outage arrives at its new revision after it."""
+    owner = await make_owner()
+    document = await sync_to_async(open_document)(
+        "shell:entries", schema="shell.entries", initial=lambda: {"list": []}
+    )
+    with override_settings(WEFT_DOCUMENT_ACCESS="tests.live_access.shell_documents"):
+        socket = await open_socket(sockets, owner)
+        await socket.send({"type": "subscribe", "documents": ["shell:entries"]})
+        assert (await socket.next())["document"]["revision"] == 0
+
+        redis.stop()
+        await socket.until(lost, timeout=RECOVERY)
+        await sync_to_async(change_document)(document, lambda data: data["list"].append("x"))
+        redis.start()
+
+        changed = await socket.until(lambda f: f["type"] == "document", timeout=RECOVERY)
+    assert changed["document"] == {"key": "shell:entries", "revision": 1, "data": {"list": ["x"]}}
