@@ -32,7 +32,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
 from django_weft.conf import weft_settings
-from django_weft.layer_health import LayerOutage
+from django_weft.layer_health import LayerOutage, layer_call
 from django_weft.loading import import_setting
 
 if TYPE_CHECKING:
@@ -193,12 +193,10 @@ async def _send_all(layer: BaseChannelLayer, messages: list[Message]) -> None:
 
 
 async def _group_send(layer: BaseChannelLayer, group: str, message: dict[str, Any]) -> None:
-    try:
-        await layer.group_send(group, message)
-    except Exception:
-        # A pooled connection that a restarted Redis closed fails once; the second try
-        # connects afresh. A layer that is down fails again, and that is reported.
-        await layer.group_send(group, message)
+    # Tried again at once: a pooled connection that a restarted Redis closed fails once.
+    error = await layer_call(layer.group_send, group, message)
+    if error is not None:
+        raise error
 
 
 def _record_outcome(future: concurrent.futures.Future[None]) -> None:
