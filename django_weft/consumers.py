@@ -89,6 +89,7 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.live_ok = True
         self._ready = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._resyncing: asyncio.Task[None] | None = None
         self._watch: LayerWatch | None = None
 
     # channels' ``__call__`` stores the layer's receive in ``channel_receive`` and then
@@ -190,7 +191,9 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         # Before that, connect() says it right after the snapshot.
 
     def layer_back(self, delay: float) -> None:
-        self._spawn(self._resync(delay))
+        if self._resyncing is not None:
+            self._resyncing.cancel()  # one from an earlier return, still waiting its turn
+        self._resyncing = self._spawn(self._resync(delay))
 
     async def _resync(self, delay: float) -> None:
         """Re-join every group and resend the snapshot: the changes missed are in it."""
@@ -211,13 +214,16 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             logger.exception("could not resend the snapshot after a channel-layer outage")
             await self.close(code=CLOSE_RESYNC_FAILED)
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
+        return task
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
+        if task is self._resyncing:
+            self._resyncing = None
         if not task.cancelled() and task.exception() is not None:
             # A send to a client that has just gone: its disconnect is on its way.
             logger.debug("a live socket task failed", exc_info=task.exception())

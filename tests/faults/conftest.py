@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connections
+from django.db import close_old_connections, connections
 from django.test import override_settings
 
 from tests.faults.servers import FaultServers, PostgresCluster, RedisServer, fault_servers
@@ -68,10 +68,15 @@ def _channel_layer_on_throwaway_redis(servers: FaultServers) -> Iterator[None]:
 
 @pytest.fixture
 def postgres(servers: FaultServers) -> Iterator[PostgresCluster]:
-    """The throwaway cluster; running again after the test, whatever the test did to it."""
+    """The throwaway cluster; running again after the test, whatever the test did to it.
+
+    This thread's connection may have died with a restart: it is closed, so that
+    pytest-django's clean-up after the test connects afresh.
+    """
     yield servers.postgres
     if not servers.postgres.is_running():
         servers.postgres.start()
+    close_old_connections()
 
 
 @pytest.fixture

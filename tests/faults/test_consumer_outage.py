@@ -18,11 +18,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import override_settings
 
+from django_weft.consumers import CLOSE_RESYNC_FAILED
 from django_weft.documents import change_document, open_document
 from django_weft.models import Run, RunStatus
 from django_weft.worker import Worker
 from example_project.shell.jobs import shell
-from tests.faults.servers import RedisServer
+from tests.faults.servers import PostgresCluster, RedisServer
 from tests.live_client import CommunicatorSocket, Frame, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -176,3 +177,19 @@ async def test_consumer_resync_resends_subscribed_documents(
 
         changed = await socket.until(lambda f: f["type"] == "document", timeout=RECOVERY)
     assert changed["document"] == {"key": "shell:entries", "revision": 1, "data": {"list": ["x"]}}
+
+
+async def test_consumer_that_cannot_resync_closes_with_4503(
+    redis: RedisServer, postgres: PostgresCluster, sockets: list[CommunicatorSocket]
+) -> None:
+    """Redis returns while the database is down: no snapshot to send, so the socket closes."""
+    owner = await make_owner()
+    socket = await open_socket(sockets, owner)
+    redis.stop()
+    await socket.until(lost, timeout=RECOVERY)
+    postgres.stop()
+    redis.start()
+    await socket.until(back, timeout=RECOVERY)
+    closed = await socket.communicator.receive_output(timeout=RECOVERY)
+    assert closed == {"type": "websocket.close", "code": CLOSE_RESYNC_FAILED}
+    postgres.start()
