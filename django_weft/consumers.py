@@ -5,13 +5,21 @@ may ``start`` a run (with a ``request_id`` that makes a resent request return th
 run), ``abort`` one, and ``subscribe`` to application documents. Whatever a client
 sends, a bad frame gets an ``error`` frame naming the problem and the socket stays
 open; nothing is written for a refused request.
+
+The socket also stays open when the channel layer fails (Redis restarts or goes away):
+the client gets ``{"type": "live", "ok": false}``, the sockets of this process wait
+while :class:`~django_weft.layer_health.LayerWatch` probes the layer, and once it is
+back each re-joins its groups (a restarted Redis forgot them) and sends
+``{"type": "live", "ok": true}`` and a fresh ``snapshot``: changes were missed meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, cast
 
 from channels.consumer import get_handler_name
@@ -30,9 +38,16 @@ from django_weft.exceptions import (
     UnknownJob,
 )
 from django_weft.jobs import flatten_errors, registry
+from django_weft.layer_health import LayerWatch, layer_call, raise_if_cancelling, watch_of
 from django_weft.models import Document, Run
 from django_weft.models.run import UNFINISHED
 from django_weft.runs import abort, start
+
+logger = logging.getLogger("django_weft.live")
+
+#: The close code of a socket that could not resynchronise after an outage (its
+#: snapshot could not be read): the client should reconnect, as for a server restart.
+CLOSE_RESYNC_FAILED = 4503
 
 
 class StartFrame(serializers.Serializer[Any]):
@@ -66,6 +81,34 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     frames = {"start": StartFrame, "abort": AbortFrame, "subscribe": SubscribeFrame}
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.groups_joined: list[str] = []
+        self.documents_watched: list[str] = []
+        #: Whether the client was last told that changes reach it (``live`` frames).
+        self.live_ok = True
+        self._ready = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._resyncing: asyncio.Task[None] | None = None
+        self._watch: LayerWatch | None = None
+
+    # channels' ``__call__`` stores the layer's receive in ``channel_receive`` and then
+    # awaits what it reads back from it: reading back the receive that survives outages
+    # keeps the socket open when the layer fails.
+    @property
+    def channel_receive(self) -> Callable[[], Awaitable[dict[str, Any]]]:
+        return self._receive_through_outages
+
+    @channel_receive.setter
+    def channel_receive(self, receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        self._layer_receive = receive
+
+    @property
+    def watch(self) -> LayerWatch:
+        if self._watch is None:
+            self._watch = watch_of(self.channel_layer)
+        return self._watch
+
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Forward layer events straight away.
 
@@ -92,23 +135,110 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.groups_joined = [live.OPERATORS] if self.operator else [live.GUESTS]
         if user.is_authenticated and not self.operator:
             self.groups_joined.append(live.owner_group(user.pk))
-        for group in self.groups_joined:
-            await self.channel_layer.group_add(group, self.channel_name)
+        # Followed before joining, so that an outage ending meanwhile is not missed.
+        self.watch.follow(self)
+        await self._join(self.groups_joined)
         await self.accept()
+        await self._send_snapshot()
+        if not self.live_ok:
+            await self.send_json({"type": "live", "ok": False})
+        self._ready.set()
+
+    async def disconnect(self, code: int) -> None:
+        self.watch.unfollow(self)
+        for task in list(self._tasks):
+            task.cancel()
+        if self.watch.down:
+            return  # nothing to leave: the layer forgets these groups or expires them
+        for group in self.groups_joined:
+            error = await layer_call(self.channel_layer.group_discard, group, self.channel_name)
+            if error is not None:
+                logger.debug("could not leave %s on disconnect: %s", group, error)
+                return
+
+    # -- the channel layer, through outages -----------------------------------------------
+
+    async def _receive_through_outages(self) -> dict[str, Any]:
+        """The next layer event for this socket; a failing layer is waited out."""
+        while True:
+            await self.watch.back.wait()
+            try:
+                event: dict[str, Any] = await self._layer_receive()
+            except Exception as error:
+                raise_if_cancelling()
+                self.watch.lost(error)
+            else:
+                return event
+
+    async def _join(self, groups: list[str]) -> bool:
+        """Add this socket to ``groups``; False (and the watch told) if the layer failed."""
+        if self.watch.down:
+            self.layer_down()  # a socket that followed after the outage began
+            return False
+        for group in groups:
+            error = await layer_call(self.channel_layer.group_add, group, self.channel_name)
+            if error is not None:
+                self.watch.lost(error)
+                return False
+        return True
+
+    def layer_down(self) -> None:
+        if not self.live_ok:
+            return
+        self.live_ok = False
+        if self._ready.is_set():
+            self._spawn(self.send_json({"type": "live", "ok": False}))
+        # Before that, connect() says it right after the snapshot.
+
+    def layer_back(self, delay: float) -> None:
+        if self._resyncing is not None:
+            self._resyncing.cancel()  # one from an earlier return, still waiting its turn
+        self._resyncing = self._spawn(self._resync(delay))
+
+    async def _resync(self, delay: float) -> None:
+        """Re-join every group and resend the snapshot: the changes missed are in it."""
+        await self._ready.wait()
+        await asyncio.sleep(delay)
+        if not await self._join(self.groups_joined):
+            return  # down again: the next layer_back() tries again
+        try:
+            if not self.live_ok:
+                self.live_ok = True
+                await self.send_json({"type": "live", "ok": True})
+            await self._send_snapshot()
+            if self.documents_watched:
+                await self.handle_subscribe({"documents": self.documents_watched})
+        except FrameError as error:
+            await self.send_json({"type": "error", "code": error.code, "message": str(error)})
+        except Exception:
+            logger.exception("could not resend the snapshot after a channel-layer outage")
+            await self.close(code=CLOSE_RESYNC_FAILED)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if task is self._resyncing:
+            self._resyncing = None
+        if not task.cancelled() and task.exception() is not None:
+            # A send to a client that has just gone: its disconnect is on its way.
+            logger.debug("a live socket task failed", exc_info=task.exception())
+
+    async def _send_snapshot(self) -> None:
         runs = await database_sync_to_async(self._snapshot)()
         await self.send_json(
             {
                 "type": "snapshot",
-                "user": user.get_username() if user.is_authenticated else None,
+                "user": self.user.get_username() if self.user.is_authenticated else None,
                 "can_start": self.can_start,
                 "operator": self.operator,
                 "runs": runs,
             }
         )
-
-    async def disconnect(self, code: int) -> None:
-        for group in getattr(self, "groups_joined", []):
-            await self.channel_layer.group_discard(group, self.channel_name)
 
     # -- frames from the client ---------------------------------------------------------------
 
@@ -180,9 +310,15 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def handle_subscribe(self, frame: dict[str, Any]) -> None:
         documents = await database_sync_to_async(self._documents)(frame["documents"])
-        for key in frame["documents"]:
-            await self.channel_layer.group_add(live.document_group(key), self.channel_name)
-            self.groups_joined.append(live.document_group(key))
+        groups = [
+            group
+            for group in dict.fromkeys(live.document_group(key) for key in frame["documents"])
+            if group not in self.groups_joined
+        ]
+        # Kept even if the layer is down now: they are joined again when it is back.
+        self.groups_joined += groups
+        self.documents_watched = list(dict.fromkeys([*self.documents_watched, *frame["documents"]]))
+        await self._join(groups)
         for document in documents:
             await self.send_json({"type": "document", "document": document})
 

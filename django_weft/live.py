@@ -8,11 +8,17 @@ run's owner get the full view, every other watcher the same guest view.
 
 With the in-memory layer only sockets in the same process can hear, so a process that
 has no socket skips the work; with channels-redis every process publishes.
+
+Publishing never fails the code that made the change: a layer that is down (Redis
+stopped, unreachable) drops the messages, within :data:`PUBLISH_TIMEOUT`, and the
+outage is logged once (:mod:`django_weft.layer_health`). Sockets resynchronise with a
+fresh snapshot when the layer is back (see :mod:`django_weft.consumers`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import json
 import logging
@@ -26,6 +32,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
 from django_weft.conf import weft_settings
+from django_weft.layer_health import LayerOutage, layer_call
 from django_weft.loading import import_setting
 
 if TYPE_CHECKING:
@@ -40,7 +47,16 @@ GUESTS = "weft.runs.guests"
 
 Message = tuple[str, dict[str, Any]]
 
+#: A publish takes milliseconds; one that takes longer is given up, so that an
+#: unreachable layer (a Redis whose packets vanish) delays the code that made the change
+#: by at most this many seconds.
+PUBLISH_TIMEOUT = 2.0
+
 _home_loop: asyncio.AbstractEventLoop | None = None
+
+
+#: Publishing from this process, whatever thread or loop it happens on.
+publishing = LayerOutage("publishing")
 
 
 def owner_group(user_id: object) -> str:
@@ -160,19 +176,34 @@ def _send(messages: list[Message]) -> None:
     loop = _home_loop
     if loop is not None and loop.is_running():
         future = asyncio.run_coroutine_threadsafe(_send_all(layer, messages), loop)
-        future.add_done_callback(_log_failure)
+        future.add_done_callback(_record_outcome)
+        return
+    try:
+        async_to_sync(_send_all)(layer, messages)
+    except Exception as error:
+        publishing.failed(error)
     else:
-        try:
-            async_to_sync(_send_all)(layer, messages)
-        except Exception:
-            logger.exception("could not publish to the channel layer")
+        publishing.succeeded()
 
 
 async def _send_all(layer: BaseChannelLayer, messages: list[Message]) -> None:
-    # Side by side: an empty operators group must not hold up the guests' send.
-    await asyncio.gather(*(layer.group_send(group, message) for group, message in messages))
+    async with asyncio.timeout(PUBLISH_TIMEOUT):
+        # Side by side: an empty operators group must not hold up the guests' send.
+        await asyncio.gather(*(_group_send(layer, group, message) for group, message in messages))
 
 
-def _log_failure(future: Any) -> None:
-    if not future.cancelled() and future.exception() is not None:
-        logger.error("could not publish to the channel layer", exc_info=future.exception())
+async def _group_send(layer: BaseChannelLayer, group: str, message: dict[str, Any]) -> None:
+    # Tried again at once: a pooled connection that a restarted Redis closed fails once.
+    error = await layer_call(layer.group_send, group, message)
+    if error is not None:
+        raise error
+
+
+def _record_outcome(future: concurrent.futures.Future[None]) -> None:
+    if future.cancelled():
+        return
+    error = future.exception()
+    if error is None:
+        publishing.succeeded()
+    else:
+        publishing.failed(error)

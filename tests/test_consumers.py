@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser, Permission
-from django.db import connections
 from django.test import override_settings
 
 from django_weft import live
@@ -22,10 +19,9 @@ from django_weft.consumers import RunsConsumer
 from django_weft.documents import change_document, open_document
 from django_weft.models import Run, RunStatus
 from django_weft.worker import Worker
+from tests.live_client import CommunicatorSocket, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
-
-Frame = dict[str, Any]
 
 
 @pytest.fixture
@@ -40,88 +36,12 @@ def guest() -> Any:
     return get_user_model().objects.create_user("guest")
 
 
-@pytest.fixture
-def worker() -> Iterator[Callable[[], None]]:
-    """Call it to start a worker on its own thread; it is stopped after the test."""
-    built = Worker(
-        executor="django_weft.executors.ThreadExecutor", concurrency=2, poll_interval=0.05
-    )
-    threads: list[threading.Thread] = []
-
-    def work() -> None:
-        try:
-            built.run()
-        finally:
-            connections.close_all()
-
-    def start() -> None:
-        threads.append(threading.Thread(target=work))
-        threads[0].start()
-
-    yield start
-    built.stop()
-    for thread in threads:
-        thread.join(30)
-
-
-class Socket:
-    """A connected communicator with helpers to wait for the frame a test expects."""
-
-    def __init__(self, communicator: WebsocketCommunicator, snapshot: Frame) -> None:
-        self.communicator = communicator
-        self.snapshot = snapshot
-        self.seen: list[Frame] = []
-
-    async def send(self, frame: Frame | str) -> None:
-        await self.communicator.send_to(
-            text_data=frame if isinstance(frame, str) else json.dumps(frame)
-        )
-
-    async def next(self, timeout: float = 5) -> Frame:
-        frame: Frame = await self.communicator.receive_json_from(timeout=timeout)
-        self.seen.append(frame)
-        return frame
-
-    async def until(self, match: Callable[[Frame], bool], timeout: float = 10) -> Frame:
-        while True:
-            frame = await self.next(timeout)
-            if match(frame):
-                return frame
-
-    async def close(self) -> None:
-        await self.communicator.disconnect()
-
-
-async def connect(user: Any) -> Socket:
-    communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
-    communicator.scope["user"] = user
-    connected, _ = await communicator.connect(timeout=5)
-    assert connected
-    snapshot: Frame = await communicator.receive_json_from(timeout=5)
-    assert snapshot["type"] == "snapshot"
-    return Socket(communicator, snapshot)
-
-
-@pytest_asyncio.fixture
-async def sockets() -> AsyncIterator[list[Socket]]:
-    opened: list[Socket] = []
-    yield opened
-    for socket in opened:
-        await socket.close()
-
-
-async def open_socket(sockets: list[Socket], user: Any) -> Socket:
-    socket = await connect(user)
-    sockets.append(socket)
-    return socket
-
-
 async def run_count() -> int:
     return await sync_to_async(Run.objects.count)()
 
 
 async def test_consumer_snapshot_tells_the_variant(
-    owner: Any, guest: Any, sockets: list[Socket]
+    owner: Any, guest: Any, sockets: list[CommunicatorSocket]
 ) -> None:
     """The owner's snapshot says it may start runs; a guest's says it may not."""
     mine = await open_socket(sockets, owner)
@@ -131,7 +51,9 @@ async def test_consumer_snapshot_tells_the_variant(
     assert mine.snapshot["runs"] == theirs.snapshot["runs"] == []
 
 
-async def test_consumer_anonymous_gets_nothing_unless_allowed() -> None:
+async def test_consumer_anonymous_gets_nothing_unless_allowed(
+    sockets: list[CommunicatorSocket],
+) -> None:
     """A signed-out visitor is refused; with WEFT_LIVE_ALLOW_ANONYMOUS it watches as a guest."""
     communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
     communicator.scope["user"] = AnonymousUser()
@@ -140,12 +62,13 @@ async def test_consumer_anonymous_gets_nothing_unless_allowed() -> None:
     closed = await communicator.receive_output(timeout=5)
     assert closed == {"type": "websocket.close", "code": 4403}
     with override_settings(WEFT_LIVE_ALLOW_ANONYMOUS=True):
-        socket = await connect(AnonymousUser())
+        socket = await open_socket(sockets, AnonymousUser())
         assert (socket.snapshot["user"], socket.snapshot["can_start"]) == (None, False)
-        await socket.close()
 
 
-async def test_consumer_start_dedupes_by_request_id(owner: Any, sockets: list[Socket]) -> None:
+async def test_consumer_start_dedupes_by_request_id(
+    owner: Any, sockets: list[CommunicatorSocket]
+) -> None:
     """A resent start with the same request id returns the same run; one row exists."""
     socket = await open_socket(sockets, owner)
     frame = {
@@ -165,7 +88,7 @@ async def test_consumer_start_dedupes_by_request_id(owner: Any, sockets: list[So
 
 
 async def test_consumer_guest_start_and_abort_are_refused(
-    owner: Any, guest: Any, sockets: list[Socket]
+    owner: Any, guest: Any, sockets: list[CommunicatorSocket]
 ) -> None:
     """A guest's start and abort get error frames and change nothing."""
     mine = await open_socket(sockets, owner)
@@ -202,7 +125,7 @@ async def test_consumer_guest_start_and_abort_are_refused(
 
 
 async def test_consumer_concurrency_refusal_is_an_error_frame(
-    owner: Any, sockets: list[Socket]
+    owner: Any, sockets: list[CommunicatorSocket]
 ) -> None:
     """A start refused by the job's concurrency limit answers with concurrency_limit."""
     socket = await open_socket(sockets, owner)
@@ -230,12 +153,12 @@ async def test_consumer_concurrency_refusal_is_an_error_frame(
 
 
 async def test_consumer_owner_sees_output_guest_sees_phase(
-    owner: Any, guest: Any, sockets: list[Socket], worker: Callable[[], None]
+    owner: Any, guest: Any, sockets: list[CommunicatorSocket], worker_threads: Callable[[], Worker]
 ) -> None:
     """The owner gets state frames with the output; the guest only run frames without it."""
     mine = await open_socket(sockets, owner)
     theirs = await open_socket(sockets, guest)
-    worker()
+    worker_threads()
     await mine.send(
         {
             "type": "start",
@@ -280,11 +203,11 @@ async def test_consumer_owner_sees_output_guest_sees_phase(
 
 
 async def test_consumer_abort_stops_the_run(
-    owner: Any, sockets: list[Socket], worker: Callable[[], None]
+    owner: Any, sockets: list[CommunicatorSocket], worker_threads: Callable[[], Worker]
 ) -> None:
     """The owner's abort is a request: the run stops at its next sleep and ends aborted."""
     socket = await open_socket(sockets, owner)
-    worker()
+    worker_threads()
     await socket.send(
         {
             "type": "start",
@@ -334,7 +257,9 @@ BAD_FRAMES: list[tuple[str, str, str]] = [
 ]
 
 
-async def test_consumer_bad_frames_get_error_frames(owner: Any, sockets: list[Socket]) -> None:
+async def test_consumer_bad_frames_get_error_frames(
+    owner: Any, sockets: list[CommunicatorSocket]
+) -> None:
     """Every bad frame gets an error frame naming the problem; the socket stays usable."""
     socket = await open_socket(sockets, owner)
     for text, code, words in BAD_FRAMES:
@@ -369,7 +294,7 @@ async def test_consumer_bad_frames_get_error_frames(owner: Any, sockets: list[So
 
 
 async def test_consumer_guest_view_is_computed_once_per_change(
-    owner: Any, guest: Any, sockets: list[Socket], monkeypatch: pytest.MonkeyPatch
+    owner: Any, guest: Any, sockets: list[CommunicatorSocket], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One change computes the guest view once, however many guests watch."""
     guests = [await open_socket(sockets, guest) for _ in range(5)]
@@ -392,7 +317,7 @@ async def test_consumer_guest_view_is_computed_once_per_change(
 
 
 async def test_consumer_documents_snapshot_and_changes(
-    owner: Any, guest: Any, sockets: list[Socket]
+    owner: Any, guest: Any, sockets: list[CommunicatorSocket]
 ) -> None:
     """A subscribed document arrives as a snapshot, then every revision; access is checked."""
     document = await sync_to_async(open_document)(
@@ -423,7 +348,7 @@ async def test_consumer_documents_snapshot_and_changes(
 
 
 async def test_consumer_abort_asked_twice_is_acknowledged_twice(
-    owner: Any, sockets: list[Socket]
+    owner: Any, sockets: list[CommunicatorSocket]
 ) -> None:
     """A second abort of a running run that was asked to stop is acknowledged, not refused."""
     socket = await open_socket(sockets, owner)
@@ -438,7 +363,7 @@ async def test_consumer_abort_asked_twice_is_acknowledged_twice(
 
 
 async def test_consumer_subscribe_to_a_document_not_written_yet(
-    guest: Any, sockets: list[Socket]
+    guest: Any, sockets: list[CommunicatorSocket]
 ) -> None:
     """A document that does not exist yet is announced empty, then arrives when written."""
     socket = await open_socket(sockets, guest)
@@ -458,7 +383,7 @@ async def test_consumer_subscribe_to_a_document_not_written_yet(
 
 
 async def test_consumer_snapshot_lists_recently_finished_runs_in_the_right_view(
-    owner: Any, guest: Any, sockets: list[Socket]
+    owner: Any, guest: Any, sockets: list[CommunicatorSocket]
 ) -> None:
     """The snapshot holds unfinished runs and the latest finished ones, each in this user's view."""
     from django.utils import timezone
