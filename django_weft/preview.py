@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import operator
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import NamedTuple
 
-from django_weft.cron import CronError, Fire, zone_from_name
+from django_weft.cron import CronError, CronPlan, Fire, zone_from_name
 from django_weft.models import Schedule
 from django_weft.wording import dst_note
 
@@ -63,6 +64,10 @@ def _amount(amount: int, unit: str) -> str:
     return f"{amount} {unit if amount != 1 else unit[:-1]}"
 
 
+#: The notes of lines that are listed but do not fire.
+_NOT_FIRES = ("skipped", "error")
+
+
 class PreviewLine(NamedTuple):
     """One line of the preview: a fire (or a row that cannot be planned) of one schedule."""
 
@@ -71,28 +76,20 @@ class PreviewLine(NamedTuple):
     zone: str
     note: str
     mark: str
+    #: The due on the wall clock of ``zone``, as printed: "2026-03-08 03:00 EDT".
+    local: str
 
     @property
     def fires(self) -> bool:
         """Whether this line is a fire: not a DST-skipped slot, not an unplannable row."""
-        return self.note not in ("skipped", "error")
+        return self.note not in _NOT_FIRES
 
     def render(self) -> str:
         """``2026-03-08 07:00 UTC  2026-03-08 03:00 EDT (America/Toronto)  name  [mark]``."""
-        try:
-            zone: tzinfo = zone_from_name(self.zone)
-        except CronError:
-            zone = UTC  # a stored row whose zone is unknown (written around save())
-        local = self.due.astimezone(zone)
         return (
-            f"{_to_minutes(self.due)} UTC  {_to_minutes(local)} {local.tzname()} ({self.zone})  "
+            f"{_to_minutes(self.due)} UTC  {self.local} ({self.zone})  "
             f"{self.schedule}{f'  [{self.mark}]' if self.mark else ''}"
         )
-
-
-def _to_minutes(moment: datetime) -> str:
-    """``2026-03-08 07:00``: the wall-clock reading (several times quicker than strftime)."""
-    return moment.replace(tzinfo=None).isoformat(" ", "minutes")
 
 
 def preview(since: datetime, period: timedelta, schedules: Iterable[Schedule]) -> list[PreviewLine]:
@@ -106,7 +103,8 @@ def preview(since: datetime, period: timedelta, schedules: Iterable[Schedule]) -
         raise ValueError(f"since must be a timezone-aware datetime, got {since!r}")
     since = since.astimezone(UTC)  # every line is rendered "... UTC"
     until = since + period
-    cron_fires: dict[tuple[str, str, str, str], list[Fire]] = {}
+    # (fire, mark, local) of each cron plan, shared by the rows that have that plan.
+    planned: dict[tuple[str, str, str, str], list[tuple[Fire, str, str]]] = {}
     lines: list[PreviewLine] = []
     for row in schedules:
         zone = row.timezone_name()
@@ -116,24 +114,62 @@ def preview(since: datetime, period: timedelta, schedules: Iterable[Schedule]) -
                 due = due.astimezone(UTC)
                 overdue = due <= since
                 mark = f"overdue since {due:%Y-%m-%d %H:%M} UTC" if overdue else ""
-                lines.append(PreviewLine(max(due, since), row.name, zone, "", mark))
+                shown = max(due, since)
+                lines.append(PreviewLine(shown, row.name, zone, "", mark, _local(shown, zone)))
             continue
         try:
             if row.cron:
                 key = (row.cron, row.timezone, row.on_gap, row.on_fold)
-                if key not in cron_fires:
+                if key not in planned:
                     plan = row.plan(since)
-                    cron_fires[key] = list(plan.fires(since, until, include_skipped=True))
-                fires = cron_fires[key]
+                    assert isinstance(plan, CronPlan)  # a row with a cron has a cron plan
+                    planned[key] = _cron_slots(plan, since, until)
+                slots = planned[key]
             else:
-                fires = list(row.plan(since).fires(since, until, include_skipped=True))
+                fires = row.plan(since).fires(since, until)
+                slots = [(fire, "", _local(fire.due, zone)) for fire in fires]
         except CronError as error:
-            lines.append(PreviewLine(since, row.name, zone, "error", f"cannot be planned: {error}"))
+            mark = f"cannot be planned: {error}"
+            lines.append(PreviewLine(since, row.name, zone, "error", mark, _local(since, zone)))
             continue
         lines.extend(
-            PreviewLine(fire.due, row.name, zone, fire.note, dst_note(fire)) for fire in fires
+            PreviewLine(fire.due, row.name, zone, fire.note, mark, local)
+            for fire, mark, local in slots
         )
-    return sorted(lines, key=operator.attrgetter("due", "schedule"))
+    # Two stable sorts, by name and then by due, are several times quicker than one by
+    # (due, name): tuples of aware datetimes compare slowly.
+    lines.sort(key=operator.attrgetter("schedule"))
+    lines.sort(key=operator.attrgetter("due"))
+    return lines
+
+
+def _cron_slots(plan: CronPlan, since: datetime, until: datetime) -> list[tuple[Fire, str, str]]:
+    """A cron plan's fires and skipped slots, each with its DST mark and wall-clock time."""
+    slots = []
+    for fire in plan.fires(since, until, include_skipped=True):
+        if fire.note in ("", "repeated"):
+            # The wall time that matched is the wall-clock time of the fire: no conversion.
+            reading = fire.wall.replace(tzinfo=plan.zone, fold=fire.note == "repeated")
+            local = f"{fire.wall.isoformat(' ', 'minutes')} {reading.tzname()}"
+        else:
+            local = _local(fire.due, plan.zone.key)
+        slots.append((fire, dst_note(fire), local))
+    return slots
+
+
+def _local(moment: datetime, zone: str) -> str:
+    """``moment`` on the wall clock of ``zone``, as printed; in UTC if the zone is unknown."""
+    try:
+        tz: tzinfo = zone_from_name(zone)
+    except CronError:
+        tz = UTC  # a stored row whose zone is unknown (written around save())
+    local = moment.astimezone(tz)
+    return f"{_to_minutes(local)} {local.tzname()}"
+
+
+def _to_minutes(moment: datetime) -> str:
+    """``2026-03-08 07:00``: the wall-clock reading (several times quicker than strftime)."""
+    return moment.replace(tzinfo=None).isoformat(" ", "minutes")
 
 
 def header(
@@ -143,17 +179,18 @@ def header(
 
     ``disabled`` names schedules that were asked for but fire nothing, being disabled.
     """
-    fires = sum(line.fires for line in lines)
-    skipped = sum(line.note == "skipped" for line in lines)
-    notes = []
+    notes = Counter(line.note for line in lines)
+    skipped = notes["skipped"]
+    fires = len(lines) - sum(notes[note] for note in _NOT_FIRES)
+    remarks = []
     if skipped:
-        notes.append(f"{skipped} DST-skipped slot{'' if skipped == 1 else 's'} listed")
+        remarks.append(f"{skipped} DST-skipped slot{'' if skipped == 1 else 's'} listed")
     if disabled:
-        notes.append(f"disabled, so not listed: {', '.join(sorted(disabled))}")
+        remarks.append(f"disabled, so not listed: {', '.join(sorted(disabled))}")
     return (
         f"# {fires} fire{'' if fires == 1 else 's'} over {period.words} "
         f"from {since.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
-        + (f" ({'; '.join(notes)})" if notes else "")
+        + (f" ({'; '.join(remarks)})" if remarks else "")
     )
 
 
