@@ -213,6 +213,7 @@ class Worker:
     def _start_through_outages(self) -> bool:
         """Start, waiting out a database that is not there yet; False if stopped first."""
         while not self._stopping.is_set():
+            self._touch_health_file()
             if self._guarded("start", lambda now: self.start()) is not FAILED:
                 return True
             self._stopping.wait(self.outage.wait())

@@ -181,6 +181,14 @@ def flaky_finished(outcome: Outcome, tx: FinishContext) -> None:
     )
 
 
+@job("tests.flaky_fast", retry=Retry(max_attempts=3, backoff=0.2, jitter=0))
+def flaky_fast(ctx: RunContext) -> int:
+    """Fails its first two attempts, 0.2 and 0.4 s apart, then succeeds: for real processes."""
+    if ctx.attempt < 3:
+        raise ConnectionError(f"attempt {ctx.attempt} could not reach the mail server")
+    return ctx.attempt
+
+
 @job("tests.always_fails", retry=Retry(max_attempts=2, backoff=10, jitter=0))
 def always_fails(ctx: RunContext) -> None:
     """Fails every attempt: ends failed once its attempts are used up."""
@@ -240,8 +248,9 @@ def stubborn(ctx: RunContext, seconds: float) -> str:
     retry=Retry(max_attempts=2, backoff=0, jitter=0, on=frozenset({"lost"})),
 )
 def retried_when_lost(ctx: RunContext, seconds: float) -> int:
-    """Sleeps; retried once when its worker dies under it."""
-    ctx.sleep(seconds)
+    """Sleeps on its first attempt only; retried once when its worker dies under it."""
+    if ctx.attempt == 1:
+        ctx.sleep(seconds)
     return ctx.attempt
 
 
@@ -260,3 +269,6 @@ def connection_id(ctx: RunContext) -> int:
     connection.ensure_connection()
     SEEN_CONNECTIONS.append(connection.connection)
     return id(connection.connection)
+
+
+flaky_fast.finish(flaky_finished)

@@ -64,6 +64,10 @@ class ChildProcess(subprocess.Popen[str]):
     def printed(self, text: str) -> bool:
         return any(text in line for line in self.lines)
 
+    def output(self) -> str:
+        """What the process printed so far."""
+        return "".join(self.lines)
+
 
 class Runjobs(ChildProcess):
     """A ``manage.py runjobs`` subprocess."""

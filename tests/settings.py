@@ -109,6 +109,7 @@ else:
 # Tests that kill a worker start the others with a fast heartbeat through these.
 WEFT_HEARTBEAT_INTERVAL = float(os.environ.get("WEFT_TEST_HEARTBEAT_INTERVAL", "5"))
 WEFT_LOST_AFTER = float(os.environ.get("WEFT_TEST_LOST_AFTER", "30"))
+WEFT_TIMEOUT_GRACE = float(os.environ.get("WEFT_TEST_TIMEOUT_GRACE", "30"))
 
 LOGGING = {
     "version": 1,

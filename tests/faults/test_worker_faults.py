@@ -1,0 +1,249 @@
+"""Real ``runjobs`` processes through the faults a deployment meets.
+
+A PostgreSQL restart under two busy workers, a worker killed mid-run, a worker paused
+past the lost-after window, retries and timeouts, and the API and a starting worker
+while the database is down. Every run must end once, with its finish hook once; none
+may stay running, be lost without cause or fire twice.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.db import connections
+from django.test import Client
+from django.utils import timezone
+
+from django_weft.jobs import registry
+from django_weft.models import Attempt, Document, Run, RunStatus, Schedule, WorkerProcess
+from tests.faults.conftest import FAST_HEARTBEAT
+from tests.faults.servers import PostgresCluster
+from tests.processes import Runjobs, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+#: How long a worker may take to be busy again once the server is back (the issue's bound).
+RESUME = 5.0
+#: Lost-after of the fast-heartbeat workers (tests.faults.conftest.FAST_HEARTBEAT).
+LOST_AFTER = float(FAST_HEARTBEAT["WEFT_TEST_LOST_AFTER"])
+
+
+def finishes(run_id: object) -> dict[str, Any]:
+    """What the finish hook of a tests.watched_sleep / tests.flaky* run recorded."""
+    document = Document.objects.filter(key=f"tests:finishes:{run_id}").first()
+    return document.data if document is not None else {"count": 0, "kinds": []}
+
+
+def reachable() -> bool:
+    """Whether this process can query the database again (reconnecting if it must)."""
+    try:
+        connections["default"].close()
+        return Run.objects.exists() or True
+    except Exception:
+        return False
+
+
+def test_postgres_restart_under_two_busy_workers(
+    postgres: PostgresCluster, start_runjobs: Callable[..., Runjobs]
+) -> None:
+    """Both workers live through a fast restart and resume within 5 s; nothing is lost,
+    stuck, finished twice or fired twice, and every finish hook runs once."""
+    job = registry.get("tests.watched_sleep")
+    runs = [job.start({"seconds": 0.4}) for _ in range(40)]
+    schedule = Schedule.objects.create(
+        name="every second", job="tests.noop", every=timedelta(seconds=1)
+    )
+    workers = [start_runjobs(), start_runjobs()]
+    wait_for(
+        lambda: Run.objects.filter(pk__in=[r.pk for r in runs], status="done").count() >= 4,
+        what="the workers to be busy",
+    )
+
+    postgres.restart("fast")
+    back = timezone.now()
+    wait_for(reachable, what="this process to reach the database again")
+
+    wait_for(
+        lambda: Run.objects.filter(pk__in=[r.pk for r in runs]).unfinished().count() == 0,
+        timeout=90,
+        what="every run to finish after the restart",
+    )
+    wait_for(
+        lambda: Run.objects.filter(schedule=schedule, created_at__gt=back).count() >= 3,
+        what="the schedule to fire again",
+    )
+    for worker in workers:
+        assert worker.poll() is None, worker.output()
+        assert worker.printed("database available again after"), worker.output()
+    assert [r.status for r in Run.objects.filter(pk__in=[r.pk for r in runs])] == ["done"] * 40
+    assert all(finishes(run.pk) == {"count": 1, "kinds": ["done"]} for run in runs)
+    assert not Run.objects.filter(status__in=["failed", "lost"]).exists()
+    started_after = Run.objects.filter(started_at__gt=back).order_by("started_at").first()
+    assert started_after is not None
+    assert started_after.started_at - back < timedelta(seconds=RESUME)
+    first_fire = (
+        Run.objects.filter(schedule=schedule, created_at__gt=back).order_by("created_at").first()
+    )
+    assert first_fire is not None
+    assert first_fire.created_at - back < timedelta(seconds=RESUME)
+    dues = list(Run.objects.filter(schedule=schedule).values_list("due", flat=True))
+    assert len(dues) == len(set(dues)), "no slot fired twice"
+    for worker in workers:
+        output = worker.stop()
+        assert worker.returncode == 0, output
+
+
+def test_sigkill_mid_run_is_lost_once_and_retried_when_allowed(
+    start_runjobs: Callable[..., Runjobs],
+) -> None:
+    """A killed worker's runs end lost exactly once within the window; a retried job's run
+    gets its second attempt elsewhere, and its finish hook runs once, for the end."""
+    plain = registry.get("tests.watched_sleep").start({"seconds": 600})
+    retried = registry.get("tests.retried_when_lost").start({"seconds": 600})
+    doomed = start_runjobs("--concurrency", "2")
+    wait_for(
+        lambda: Run.objects.filter(pk__in=[plain.pk, retried.pk], status="running").count() == 2,
+        what="both runs to be claimed",
+    )
+    doomed.send_signal(signal.SIGKILL)
+    doomed.finish()
+    dead = WorkerProcess.objects.get(pk=Run.objects.get(pk=plain.pk).worker_id)
+    survivor = start_runjobs()
+
+    wait_for(lambda: Run.objects.get(pk=plain.pk).is_finished, what="the lost run")
+    wait_for(lambda: Run.objects.get(pk=retried.pk).is_finished, what="the retried run")
+    lost = Run.objects.get(pk=plain.pk)
+    assert (lost.status, lost.error_type) == (RunStatus.LOST, "WorkerLost")
+    assert (
+        timedelta(seconds=LOST_AFTER)
+        <= lost.finished_at - dead.last_beat
+        < timedelta(seconds=LOST_AFTER + 10)
+    )
+    assert finishes(plain.pk) == {"count": 1, "kinds": ["lost"]}
+    done = Run.objects.get(pk=retried.pk)
+    assert (done.status, done.attempt, done.result) == (RunStatus.DONE, 2, 2)
+    (attempt,) = Attempt.objects.filter(run=retried)
+    assert (attempt.number, attempt.status, attempt.worker_id) == (1, RunStatus.LOST, dead.pk)
+    assert finishes(retried.pk) == {"count": 1, "kinds": ["done"]}
+    assert survivor.poll() is None
+
+
+def test_sigstop_past_lost_after_then_sigcont(start_runjobs: Callable[..., Runjobs]) -> None:
+    """A paused worker's run is finished lost once by another; woken up, it discards its
+    late outcome, registers again and works on."""
+    run = registry.get("tests.watched_sleep").start({"seconds": 2.5})
+    paused = start_runjobs("--no-schedules")
+    wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the claim")
+    first = Run.objects.get(pk=run.pk).worker_id
+    other = start_runjobs("--no-schedules", "--queue", "elsewhere")
+
+    paused.send_signal(signal.SIGSTOP)
+    try:
+        wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the paused worker's run")
+        assert Run.objects.get(pk=run.pk).status == RunStatus.LOST
+        time.sleep(3)  # the run's own sleep is over by now: its outcome is late
+    finally:
+        paused.send_signal(signal.SIGCONT)
+
+    wait_for(lambda: paused.printed("registered again as"), what="the worker to register again")
+    wait_for(lambda: paused.printed("discarded"), what="the late outcome to be discarded")
+    assert paused.printed("was declared dead by another")
+    assert Run.objects.get(pk=run.pk).status == RunStatus.LOST
+    assert finishes(run.pk) == {"count": 1, "kinds": ["lost"]}
+    again = registry.get("tests.watched_sleep").start({"seconds": 0})
+    wait_for(lambda: Run.objects.get(pk=again.pk).status == RunStatus.DONE, what="a new run")
+    rerun = Run.objects.get(pk=again.pk)
+    assert rerun.worker_id != first
+    assert WorkerProcess.objects.get(pk=rerun.worker_id).pid == paused.pid
+    assert paused.poll() is None
+    assert other.poll() is None
+
+
+def test_retries_fail_twice_then_done_on_attempt_three(
+    start_runjobs: Callable[..., Runjobs],
+) -> None:
+    """Two failed attempts with tracebacks, then done; the finish hook runs once."""
+    run = registry.get("tests.flaky_fast").start()
+    start_runjobs("--no-schedules")
+    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the third attempt")
+    done = Run.objects.get(pk=run.pk)
+    assert (done.status, done.attempt, done.result) == (RunStatus.DONE, 3, 3)
+    attempts = list(Attempt.objects.filter(run=run))
+    assert [(a.number, a.status) for a in attempts] == [(1, "failed"), (2, "failed")]
+    for attempt in attempts:
+        assert attempt.error_type == "ConnectionError"
+        assert attempt.error_traceback.startswith("Traceback (most recent call last):")
+        assert "could not reach the mail server" in attempt.error_traceback
+    assert attempts[1].ended_at - attempts[0].ended_at >= timedelta(seconds=0.2)
+    assert finishes(run.pk) == {"count": 1, "kinds": ["done"]}
+
+
+def test_timeout_frees_the_concurrency_slot(start_runjobs: Callable[..., Runjobs]) -> None:
+    """A run that ignores its timeout is lost after the grace; the next start is allowed
+    and executed while the old thread still runs."""
+    stubborn = registry.get("tests.stubborn")
+    run = stubborn.start({"seconds": 6})
+    start_runjobs(
+        "--no-schedules", "--concurrency", "1", extra_env={"WEFT_TEST_TIMEOUT_GRACE": "0.5"}
+    )
+    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="giving up on the run")
+    lost = Run.objects.get(pk=run.pk)
+    assert (lost.status, lost.error_type) == (RunStatus.LOST, "Timeout")
+    following = stubborn.start({"seconds": 0})
+    wait_for(lambda: Run.objects.get(pk=following.pk).status == RunStatus.DONE, what="the next")
+    assert Run.objects.get(pk=following.pk).finished_at < lost.started_at + timedelta(seconds=6)
+
+
+def test_api_start_during_an_outage_is_a_clear_503(postgres: PostgresCluster) -> None:
+    """With the database down a start is refused with 503 and Retry-After; after, it works."""
+    user = get_user_model().objects.create_user("starter", password="pw")
+    user.user_permissions.add(Permission.objects.get(codename="add_run"))
+    client = Client()
+    client.force_login(user)
+    postgres.stop()
+    try:
+        refused = client.post(
+            "/api/weft/runs/", {"job": "tests.noop"}, content_type="application/json"
+        )
+    finally:
+        postgres.start()
+    assert refused.status_code == 503
+    assert refused.json() == {
+        "detail": "The database is unavailable; try again in a few seconds.",
+        "code": "database_unavailable",
+    }
+    assert refused["Retry-After"] == "5"
+    wait_for(reachable, what="the database to be back")
+    started = client.post("/api/weft/runs/", {"job": "tests.noop"}, content_type="application/json")
+    assert started.status_code == 201, started.content
+
+
+def test_worker_started_while_the_database_is_down_waits_for_it(
+    postgres: PostgresCluster, start_runjobs: Callable[..., Runjobs], tmp_path: Path
+) -> None:
+    """runjobs does not exit without its database: it backs off, keeps its health file
+    fresh, and works once the database is there."""
+    run = registry.get("tests.noop").start()
+    health = tmp_path / "alive"
+    postgres.stop()
+    try:
+        worker = start_runjobs("--health-file", str(health))
+        wait_for(lambda: worker.printed("database error in the start step"), what="the error")
+        wait_for(health.exists, what="the health file")
+        touched = health.stat().st_mtime
+        time.sleep(2.5)
+        assert worker.poll() is None, worker.output()
+        assert health.stat().st_mtime > touched, "the loop keeps turning through the outage"
+    finally:
+        postgres.start()
+    wait_for(reachable, what="the database to be back")
+    wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.DONE, what="the run")
+    assert worker.printed("database available again after")
