@@ -301,7 +301,8 @@ class AuditNet:
             return
         if event in ("object.__setattr__", "object.__delattr__") and _public_write(args):
             return
-        raise self._refuse(f'the sandbox refused the audit event "{event}"')
+        detail = f" ({args[0]!r})" if args and isinstance(args[0], str | bytes | int) else ""
+        raise self._refuse(f'the sandbox refused the audit event "{event}"{detail}')
 
 
 def _public_write(args: tuple[Any, ...]) -> bool:

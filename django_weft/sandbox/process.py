@@ -270,8 +270,10 @@ class Child:
         """Why the child closed its pipe before it sent its ``waiting_for``."""
         self.kill()
         status, cpu = self._status, self._cpu_seconds
+        if status is not None and status > 128 and self.bubblewrap.get("active"):
+            status = 128 - status  # bwrap exits with 128 + the signal that killed the child
         limits = self.config.limits
-        if status in (-signal.SIGXCPU, -signal.SIGKILL) and cpu >= limits.cpu_seconds:
+        if status == -signal.SIGXCPU or (status == -signal.SIGKILL and cpu >= limits.cpu_seconds):
             return LimitExceeded(
                 f"the module used its {limits.cpu_seconds} s of CPU time "
                 "(WEFT_SANDBOX_CPU_SECONDS) and was killed"
