@@ -42,7 +42,9 @@ BEHAVIOURS = {
     # A host call with no name.
     "nameless_call": lambda: os.write(1, frame({"type": "host_call", "id": 1, "args": []})),
     # A failure of a kind the protocol does not know.
-    "bad_failure": lambda: os.write(1, frame({"type": "failure", "kind": "victory", "message": ""})),
+    "bad_failure": lambda: os.write(
+        1, frame({"type": "failure", "kind": "victory", "message": ""})
+    ),
     # Silence until the wall clock runs out.
     "silent": lambda: time.sleep(3600),
     # Exit without an answer.

@@ -171,9 +171,7 @@ def test_escape_runtime_attribute_names(sandbox: DrivenClock) -> None:
 def test_escape_frame_of_generator(sandbox: DrivenClock) -> None:
     """A generator's frame is refused, whether the name is written out or built."""
     source = (
-        "def default():\n"
-        "    gen = (x for x in [1])\n"
-        "    return getattr(gen, 'gi_' + 'frame')\n"
+        "def default():\n    gen = (x for x in [1])\n    return getattr(gen, 'gi_' + 'frame')\n"
     )
     run = run_module(sandbox, source)
     assert_failed(run, "ForbiddenAccess", 'attribute "gi_frame" is not allowed')
@@ -277,7 +275,9 @@ def test_escape_memory_bomb(sandbox: DrivenClock, bomb: str) -> None:
 
 def test_escape_deep_recursion(sandbox: DrivenClock) -> None:
     """Unbounded recursion ends the run naming the recursion limit."""
-    run = run_module(sandbox, "def down(n):\n    return down(n + 1)\n\ndef default():\n    down(0)\n")
+    run = run_module(
+        sandbox, "def down(n):\n    return down(n + 1)\n\ndef default():\n    down(0)\n"
+    )
     assert_failed(run, "LimitExceeded", "recursed deeper than")
 
 
@@ -300,7 +300,9 @@ def test_escape_huge_answer(sandbox: DrivenClock) -> None:
 
 def test_escape_ungranted_host_function(sandbox: DrivenClock) -> None:
     """A host function the module is not granted is refused by the host itself."""
-    run = run_module(sandbox, "def default():\n    return host('tests.secret')\n", grants=["tests.add"])
+    run = run_module(
+        sandbox, "def default():\n    return host('tests.secret')\n", grants=["tests.add"]
+    )
     assert_failed(
         run, "HostCallRefused", '"tests.secret", which it is not granted', "grants: tests.add"
     )

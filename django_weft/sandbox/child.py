@@ -168,10 +168,8 @@ def _call_module(
         exec(code, module_globals)
         target = module_globals.get(method)
         if not callable(target):
-            described = "no callable" if target is None else f"a {type(target).__name__}, not a"
-            raise Failure(
-                "missing_method", f'module "{name}" has {described} callable named "{method}"'
-            )
+            has = "no callable" if target is None else f"a {type(target).__name__}, not a callable,"
+            raise Failure("missing_method", f'module "{name}" has {has} named "{method}"')
         answer = target(*args) if isinstance(args, list) else target(**args)
         if room.refusals.first is None:
             try:

@@ -54,8 +54,9 @@ def enter_network_namespace() -> str:
     """Move into a new, empty network namespace (inside a new user namespace if allowed).
 
     The new user namespace also drops the child's capabilities in the host's namespace,
-    so a child started by root holds no root powers over the host, and the process
-    limit binds it. Returns what it did.
+    so a child started by root holds no root powers over the host's resources. (The
+    kernel still exempts root's user from the process limit: seccomp stops its forks.)
+    Returns what it did.
     """
     if _libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0:
         return "new user and network namespaces"

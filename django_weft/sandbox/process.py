@@ -278,8 +278,6 @@ class Child:
                 f"the module used its {limits.cpu_seconds} s of CPU time "
                 "(WEFT_SANDBOX_CPU_SECONDS) and was killed"
             )
-        if status == -signal.SIGXFSZ:
-            return LimitExceeded("the sandbox child tried to write a file, and was killed")
         if status is not None and status < 0:
             how = f"was killed by {signal.Signals(-status).name}"
         else:
