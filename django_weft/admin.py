@@ -249,6 +249,10 @@ class ModuleAdmin(ModuleAdminBase):
     readonly_fields = ["revision", "updated_at"]
     inlines = [ModuleRevisionInline]
 
+    def get_inlines(self, request: HttpRequest, obj: Module | None) -> list[type[Any]]:
+        """The history, once there is one: a module being added has none."""
+        return [] if obj is None else [ModuleRevisionInline]
+
     def save_model(self, request: HttpRequest, obj: Module, form: Any, change: bool) -> None:
         """Save through the sandbox's save path: the next revision, kept in the history."""
         save_module(obj, author=request.user if request.user.is_authenticated else None)
