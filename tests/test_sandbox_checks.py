@@ -35,7 +35,10 @@ def test_checks_sandbox_defaults() -> None:
     ("value", "says"),
     [
         ("no.such.Runner", "cannot be imported"),
-        ("django_weft.sandbox.process.Child", "not a subclass of django_weft.sandbox.runner.Runner"),
+        (
+            "django_weft.sandbox.process.Child",
+            "not a subclass of django_weft.sandbox.runner.Runner",
+        ),
         (5, "must be an import string"),
     ],
 )

@@ -236,7 +236,9 @@ def test_escape_eval_exec_compile(
             "str.format is not allowed",
         ),
         (
-            "import string\ndef default():\n    return string.Formatter().format('{0.__class__}', 1)\n",
+            "import string\n"
+            "def default():\n"
+            "    return string.Formatter().format('{0.__class__}', 1)\n",
             "string.Formatter is not allowed",
         ),
     ],

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from django_weft.exceptions import InvalidArgs
 from django_weft.jobs import registry
 from django_weft.models import RunStatus, Schedule
 from django_weft.runs import abort
@@ -106,8 +107,9 @@ def test_module_run_records_layers_revision_and_output(clock: DrivenClock, worke
 
 def test_module_unknown_is_refused_at_start() -> None:
     """Starting ``weft.module`` for a module nobody stored is refused, naming the arg."""
-    with pytest.raises(Exception, match='args.module|module: No stored module is named "nope"'):
+    with pytest.raises(InvalidArgs) as refused:
         registry.get("weft.module").start({"module": "nope"})
+    assert refused.value.errors == {"module": ['No stored module is named "nope".']}
 
 
 def test_call_module_from_python() -> None:
@@ -222,7 +224,9 @@ def test_runner_closed_when_settings_change(settings: Any) -> None:
     call_module("tests/one")
     settings.WEFT_SANDBOX_CPU_SECONDS = 2
     assert load_runner() is not old
-    assert old.pool is not None and old.pool._closed  # type: ignore[attr-defined]
+    assert isinstance(old, ProcessRunner)
+    assert old.pool is not None
+    assert old.pool._closed
 
 
 def test_module_calls_side_by_side(settings: Any) -> None:
