@@ -185,13 +185,17 @@ def test_layer_limits_and_forks() -> None:
     assert with_seccomp.stdout.strip() == "refused: Operation not permitted", with_seccomp.stderr
 
 
-def test_layer_bubblewrap_hides_the_host_files() -> None:
-    """Inside bubblewrap the host's other files do not exist; the Python still runs."""
+def test_layer_bubblewrap_hides_the_host_files(tmp_path: Path) -> None:
+    """Inside bubblewrap the host's other files do not exist (its users, a file just
+    written, the tests beside the package); the Python and the package still do."""
     prefix, detail = bubblewrap.probe()
     assert prefix is not None, detail
+    written = tmp_path / "host-file"
+    written.write_text("the host's")
     repository = Path(__file__).resolve().parent.parent
     code = (
-        "import os, django_weft; print(os.path.exists('/etc/passwd'), os.path.exists('/tmp'), "
+        "import os, django_weft; "
+        f"print(os.path.exists('/etc/passwd'), os.path.exists({str(written)!r}), "
         f"os.path.exists({str(repository / 'tests')!r}), os.path.exists(django_weft.__file__))"
     )
     result = subprocess.run(
