@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
@@ -14,15 +13,9 @@ from django.urls import reverse
 from django_weft.models import Module, ModuleRevision, Schedule
 from django_weft.sandbox.modules import save_module
 from tests import sandbox_helpers  # noqa: F401  (registers the tests' host functions)
+from tests.test_admin import admin_client  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client() -> Client:
-    client = Client()
-    client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "pw"))
-    return client
 
 
 def test_save_module_keeps_every_revision() -> None:

@@ -44,7 +44,8 @@ class HostError(Exception):
 
 
 class Failure(Exception):
-    """Ends the call with ``kind`` and ``message`` (see :data:`~.protocol.FAILURE_KINDS`)."""
+    """Ends the call with ``kind`` and ``message``; the host turns each kind into its error
+    (:data:`django_weft.sandbox.errors.FAILURES`)."""
 
     def __init__(self, kind: str, message: str, traceback: TracebackType | None = None) -> None:
         self.kind = kind

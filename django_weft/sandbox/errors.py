@@ -66,7 +66,7 @@ class ChildFailed(SandboxError):
     """The child process died without an answer, for a reason no limit explains."""
 
 
-#: The error each failure kind a child reports ends as (see ``protocol.FAILURE_KINDS``).
+#: The error each kind of failure a child reports ends as.
 FAILURES: dict[str, type[SandboxError]] = {
     "syntax": ModuleSyntaxError,
     "forbidden_import": ForbiddenImport,

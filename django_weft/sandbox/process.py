@@ -31,7 +31,13 @@ from django_weft.sandbox.errors import (
     SandboxError,
 )
 from django_weft.sandbox.host import HostFunction
-from django_weft.sandbox.protocol import FrameReader, FrameTooLarge, ProtocolError, encode
+from django_weft.sandbox.protocol import (
+    FrameReader,
+    FrameTooLarge,
+    ProtocolError,
+    encode,
+    write_frame,
+)
 
 logger = logging.getLogger("django_weft.sandbox")
 
@@ -204,12 +210,8 @@ class Child:
     # -- the pipes ------------------------------------------------------------------------
 
     def _send(self, message: dict[str, Any]) -> None:
-        data = memoryview(encode(message))
-        try:
-            while data:
-                data = data[os.write(self._stdin, data) :]
-        except BrokenPipeError:
-            pass  # the child is gone; reading its pipe says why
+        with contextlib.suppress(BrokenPipeError):  # the child is gone; its pipe says why
+            write_frame(self._stdin, message)
 
     def _next(self, deadline: float, check: Check | None, waiting_for: str) -> dict[str, Any]:
         """The next message from the child, calling ``check`` at least every 0.1 s."""

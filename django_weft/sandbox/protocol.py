@@ -1,7 +1,7 @@
 """The pipe between the host and a sandbox child: length-prefixed JSON frames.
 
 Both sides import this module, so it holds only what they share: the framing, the
-names of the layers and the kinds of failure a child reports. A frame is a 4-byte
+names of the layers and the limits. A frame is a 4-byte
 big-endian length followed by that many bytes of UTF-8 JSON holding one object with a
 ``type``. The reader refuses a frame longer than the limit it was given before reading
 its body, so a child cannot make the host buffer more than that.
@@ -21,18 +21,6 @@ HEADER = struct.Struct(">I")
 MANDATORY_LAYERS = ("limits", "restricted_python", "audit_hook")
 #: Layers applied whenever the kernel allows them, each switchable by a setting.
 OPTIONAL_LAYERS = ("network_namespace", "landlock", "seccomp", "bubblewrap")
-
-#: The kinds of failure a child reports, each ended as its own error on the host.
-FAILURE_KINDS = (
-    "syntax",  # the source does not compile (with its line)
-    "forbidden_import",  # an import outside the allow-list
-    "forbidden_access",  # a guard or the audit hook refused an attribute, a name, an event
-    "missing_method",  # the module has no such callable
-    "raised",  # the module raised an exception of its own
-    "limit",  # a limit was hit (memory, recursion, output, answer size)
-    "invalid_answer",  # the answer is not JSON
-    "layer",  # a mandatory layer could not be applied
-)
 
 
 @dataclass(frozen=True)
