@@ -13,7 +13,6 @@ from django.urls import reverse
 from django_weft.models import Module, ModuleRevision, Schedule
 from django_weft.sandbox.modules import save_module
 from tests import sandbox_helpers  # noqa: F401  (registers the tests' host functions)
-from tests.test_admin import admin_client  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -150,7 +149,8 @@ def test_admin_module_saves_revisions_and_shows_the_history(admin_client: Client
     assert response.status_code == 302, response.content.decode()[:2000]
     module.refresh_from_db()
     assert (module.revision, module.grants) == (2, ["tests.add"])
-    assert set(module.revisions.values_list("author__username", flat=True)) == {"root"}
+    # pytest-django's admin_client is signed in as "admin".
+    assert set(module.revisions.values_list("author__username", flat=True)) == {"admin"}
     page = admin_client.get(change).content.decode()
     assert "return &#x27;one&#x27;" in page
     assert "return &#x27;two&#x27;" in page
