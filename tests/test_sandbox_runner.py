@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connections
 
 from django_weft.exceptions import InvalidArgs
 from django_weft.jobs import registry
@@ -235,7 +236,10 @@ def test_module_calls_side_by_side(settings: Any) -> None:
     answers: dict[int, Any] = {}
 
     def call(n: int) -> None:
-        answers[n] = call_module("tests/square", args=[n]).value
+        try:
+            answers[n] = call_module("tests/square", args=[n]).value
+        finally:
+            connections.close_all()  # this thread's own connection, read the module
 
     threads = [threading.Thread(target=call, args=(n,)) for n in range(4)]
     for thread in threads:
