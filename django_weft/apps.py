@@ -16,5 +16,6 @@ class WeftConfig(AppConfig):
 
     def ready(self) -> None:
         from django_weft import checks  # noqa: F401  (registers the checks)
+        from django_weft.sandbox import jobs  # noqa: F401  (registers weft.module)
 
         autodiscover_modules("jobs")

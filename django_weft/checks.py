@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -12,6 +13,7 @@ from django.db import connections
 from django.utils.module_loading import import_string
 
 from django_weft.conf import weft_settings
+from django_weft.sandbox.protocol import MANDATORY_LAYERS, OPTIONAL_LAYERS
 
 
 def _import_subclass(setting: str, path: Any, base_path: str, check_id: str) -> list[CheckMessage]:
@@ -173,3 +175,125 @@ def check_sqlite_transactions(
                 )
             )
     return messages
+
+
+# -- the sandbox ------------------------------------------------------------------------------
+
+
+@register()
+def check_sandbox_settings(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    messages = _import_subclass(
+        "WEFT_SANDBOX_RUNNER",
+        weft_settings._get("WEFT_SANDBOX_RUNNER"),
+        "django_weft.sandbox.runner.Runner",
+        "django_weft.E020",
+    )
+    imports = weft_settings._get("WEFT_SANDBOX_IMPORTS")
+    if not _names(imports) or not all(MODULE_PATH.match(name) for name in imports):
+        messages.append(
+            Error(
+                "WEFT_SANDBOX_IMPORTS must be a list of module names such as "
+                f'["math", "json"], not {imports!r}.',
+                id="django_weft.E021",
+            )
+        )
+    layers = weft_settings._get("WEFT_SANDBOX_LAYERS")
+    if not _names(layers) or not set(layers) <= set(OPTIONAL_LAYERS):
+        messages.append(
+            Error(
+                f"WEFT_SANDBOX_LAYERS must be a list of optional layers from "
+                f"{', '.join(OPTIONAL_LAYERS)}, not {layers!r}.",
+                id="django_weft.E022",
+            )
+        )
+    messages += _check_required_layers(layers)
+    messages += _check_sandbox_numbers()
+    return messages
+
+
+MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list | tuple) and all(isinstance(item, str) for item in value)
+
+
+def _check_required_layers(layers: Any) -> list[CheckMessage]:
+    required = weft_settings._get("WEFT_SANDBOX_REQUIRED_LAYERS")
+    known = (*MANDATORY_LAYERS, *OPTIONAL_LAYERS)
+    if not _names(required) or not set(required) <= set(known):
+        return [
+            Error(
+                f"WEFT_SANDBOX_REQUIRED_LAYERS must be a list of layers from {', '.join(known)}, "
+                f"not {required!r}.",
+                id="django_weft.E023",
+            )
+        ]
+    switched_off = [
+        name
+        for name in required
+        if name in OPTIONAL_LAYERS and _names(layers) and name not in layers
+    ]
+    return [
+        Error(
+            f'WEFT_SANDBOX_REQUIRED_LAYERS requires "{name}", which WEFT_SANDBOX_LAYERS '
+            "switches off: every module's run would fail.",
+            id="django_weft.E023",
+        )
+        for name in switched_off
+    ]
+
+
+def _check_sandbox_numbers() -> list[CheckMessage]:
+    messages: list[CheckMessage] = []
+    cpu = weft_settings._get("WEFT_SANDBOX_CPU_SECONDS")
+    cpu_ok = _whole(cpu, 1)
+    if not cpu_ok:
+        messages.append(
+            Error(
+                f"WEFT_SANDBOX_CPU_SECONDS must be a whole number of seconds of at least 1, "
+                f"not {cpu!r}.",
+                id="django_weft.E024",
+            )
+        )
+    wall = weft_settings._get("WEFT_SANDBOX_WALL_SECONDS")
+    if not isinstance(wall, int | float) or isinstance(wall, bool) or wall <= 0:
+        messages.append(
+            Error(
+                f"WEFT_SANDBOX_WALL_SECONDS must be a positive number of seconds, not {wall!r}.",
+                id="django_weft.E025",
+            )
+        )
+    elif cpu_ok and wall < cpu:
+        messages.append(
+            Error(
+                f"WEFT_SANDBOX_WALL_SECONDS ({wall}) must be at least WEFT_SANDBOX_CPU_SECONDS "
+                f"({cpu}), or the CPU limit could never be reached.",
+                id="django_weft.E025",
+            )
+        )
+    for name, least, check_id in (
+        ("WEFT_SANDBOX_MEMORY_BYTES", MEMORY_FLOOR, "django_weft.E026"),
+        ("WEFT_SANDBOX_MAX_ANSWER_BYTES", 1, "django_weft.E027"),
+        ("WEFT_SANDBOX_MAX_OUTPUT_BYTES", 0, "django_weft.E028"),
+        ("WEFT_SANDBOX_POOL_SIZE", 0, "django_weft.E029"),
+    ):
+        value = weft_settings._get(name)
+        if not _whole(value, least):
+            messages.append(
+                Error(
+                    f"{name} must be a whole number of at least {least}, not {value!r}.",
+                    id=check_id,
+                )
+            )
+    return messages
+
+
+#: Address space below which the child's interpreter cannot even start its call.
+MEMORY_FLOOR = 64 * 1024 * 1024
+
+
+def _whole(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least

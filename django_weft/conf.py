@@ -35,6 +35,28 @@ class WeftSettings:
         "WEFT_PRUNE_AFTER": None,
         "WEFT_PRUNE_INTERVAL": timedelta(hours=1),
         "WEFT_PRUNE_BATCH_SIZE": 1000,
+        # The sandbox (docs/sandbox.md).
+        "WEFT_SANDBOX_RUNNER": "django_weft.sandbox.runner.ProcessRunner",
+        "WEFT_SANDBOX_IMPORTS": (
+            "math",
+            "json",
+            "datetime",
+            "re",
+            "decimal",
+            "statistics",
+            "itertools",
+            "functools",
+            "collections",
+            "string",
+        ),
+        "WEFT_SANDBOX_LAYERS": ("network_namespace", "landlock", "seccomp", "bubblewrap"),
+        "WEFT_SANDBOX_REQUIRED_LAYERS": (),
+        "WEFT_SANDBOX_CPU_SECONDS": 5,
+        "WEFT_SANDBOX_WALL_SECONDS": 10.0,
+        "WEFT_SANDBOX_MEMORY_BYTES": 512 * 1024 * 1024,
+        "WEFT_SANDBOX_MAX_ANSWER_BYTES": 1024 * 1024,
+        "WEFT_SANDBOX_MAX_OUTPUT_BYTES": 64 * 1024,
+        "WEFT_SANDBOX_POOL_SIZE": 0,
     }
 
     def _get(self, name: str) -> Any:
@@ -133,6 +155,58 @@ class WeftSettings:
     def PRUNE_BATCH_SIZE(self) -> int:
         """How many runs one pruning transaction deletes at most."""
         return int(self._get("WEFT_PRUNE_BATCH_SIZE"))
+
+    # -- the sandbox ------------------------------------------------------------------------
+
+    @property
+    def SANDBOX_RUNNER(self) -> str:
+        """Import string of the runner that runs stored modules in a sandbox."""
+        return str(self._get("WEFT_SANDBOX_RUNNER"))
+
+    @property
+    def SANDBOX_IMPORTS(self) -> tuple[str, ...]:
+        """The modules a stored module may import (and their submodules)."""
+        return tuple(self._get("WEFT_SANDBOX_IMPORTS"))
+
+    @property
+    def SANDBOX_LAYERS(self) -> tuple[str, ...]:
+        """The optional layers the sandbox tries to apply."""
+        return tuple(self._get("WEFT_SANDBOX_LAYERS"))
+
+    @property
+    def SANDBOX_REQUIRED_LAYERS(self) -> tuple[str, ...]:
+        """Layers without which a module's run fails instead of running."""
+        return tuple(self._get("WEFT_SANDBOX_REQUIRED_LAYERS"))
+
+    @property
+    def SANDBOX_CPU_SECONDS(self) -> int:
+        """CPU seconds one call of a module may use."""
+        return int(self._get("WEFT_SANDBOX_CPU_SECONDS"))
+
+    @property
+    def SANDBOX_WALL_SECONDS(self) -> float:
+        """Seconds one call of a module may take, waiting included."""
+        return float(self._get("WEFT_SANDBOX_WALL_SECONDS"))
+
+    @property
+    def SANDBOX_MEMORY_BYTES(self) -> int:
+        """Address space of a sandbox child, the interpreter included."""
+        return int(self._get("WEFT_SANDBOX_MEMORY_BYTES"))
+
+    @property
+    def SANDBOX_MAX_ANSWER_BYTES(self) -> int:
+        """Largest answer (as JSON) a module may return, and a host function too."""
+        return int(self._get("WEFT_SANDBOX_MAX_ANSWER_BYTES"))
+
+    @property
+    def SANDBOX_MAX_OUTPUT_BYTES(self) -> int:
+        """How much a module may print in one call."""
+        return int(self._get("WEFT_SANDBOX_MAX_OUTPUT_BYTES"))
+
+    @property
+    def SANDBOX_POOL_SIZE(self) -> int:
+        """How many sandbox children each process keeps set up and waiting."""
+        return int(self._get("WEFT_SANDBOX_POOL_SIZE"))
 
 
 weft_settings = WeftSettings()

@@ -4,8 +4,9 @@
 #   bash scripts/test.sh                            # SQLite and the in-memory channel layer
 #   WEFT_TEST_DATABASE=postgres WEFT_TEST_CHANNEL_LAYER=redis bash scripts/test.sh
 #
-# Either way the cross-process test uses Redis at 127.0.0.1:6379, and the browser
-# tests Debian's chromium (installed here with apt-get when running as root).
+# Either way the cross-process test uses Redis at 127.0.0.1:6379, the browser tests
+# Debian's chromium and the sandbox Debian's bubblewrap (both installed here with
+# apt-get when running as root).
 #
 # Extra arguments go to pytest.
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
@@ -20,6 +21,13 @@ if ! command -v chromium >/dev/null 2>&1; then
         echo "The browser tests need Debian's chromium: sudo apt-get install -y chromium" >&2
         exit 1
     fi
+fi
+# The sandbox's bubblewrap layer runs children inside Debian's bwrap. Without it that
+# layer is reported off (and its own tests fail), everything else still runs.
+if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> installing Debian's bubblewrap for the sandbox"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
 fi
 cd "$ROOT"
 echo "==> pytest on ${WEFT_TEST_DATABASE:-sqlite}"

@@ -1,18 +1,26 @@
 """The content-site scenario: a week in the life of a site's schedules, on a driven clock.
 
-A nightly digest at 07:00 Toronto, an hourly cleanup and a reminder that was overdue
-when the worker started; then live edits, a job that raises, and a restart three days
-later. Everything below is read back from the database, as an operator would.
+A nightly digest at 07:00 Toronto, an hourly cleanup, a reminder that was overdue
+when the worker started, and a daily report at noon Toronto that an agent wrote as a
+module, stored in the database and run in the sandbox (a real child process); then
+live edits (the report's module among them), a job that raises, and a restart three
+days later. Everything below is read back from the database, as an operator would.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from django_weft.models import LastStatus, Schedule
+from django_weft.models import LastStatus, Module, Schedule
+from django_weft.sandbox.modules import save_module
 from django_weft.testing import DrivenClock
 from django_weft.worker import Worker
 from example_project.content.jobs import ledger_document
+from example_project.content.reports import (
+    DAILY_REPORT,
+    DAILY_REPORT_SCHEDULE,
+    DAILY_REPORT_SOURCE,
+)
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -27,7 +35,8 @@ def ledger() -> dict:
 
 
 def test_seed_content_site_week(clock: DrivenClock, worker: Worker, failures: list) -> None:
-    """Two days across the DST change, live edits, failures and a restart behave as designed."""
+    """Two days across the DST change, the sandboxed report, live edits, failures and a
+    restart behave as designed."""
     digest = Schedule.objects.create(
         name="digest", job="content.digest", cron="0 7 * * *", timezone="America/Toronto"
     )
@@ -38,6 +47,8 @@ def test_seed_content_site_week(clock: DrivenClock, worker: Worker, failures: li
         args={"text": "renew the domain"},
         at=clock.now() - timedelta(minutes=20),
     )
+    save_module(Module(name=DAILY_REPORT, source=DAILY_REPORT_SOURCE))
+    Schedule.objects.create(name="report", **DAILY_REPORT_SCHEDULE)
 
     # -- two days of schedule ------------------------------------------------------------
     clock.advance(26 * HOUR)
@@ -50,6 +61,14 @@ def test_seed_content_site_week(clock: DrivenClock, worker: Worker, failures: li
     assert data["cleanups"] == 26
     assert data["reminders"] == ["renew the domain"]
     assert data["dues"]["remind"] == [utc(2026, 3, 7, 10, 40).isoformat()]
+    # Noon in Toronto, 17:00 UTC: the stored module ran in the sandbox.
+    assert data["reports"] == ["report for 2026-03-07: 3 posts, 12 comments"]
+    report = Schedule.objects.get(name="report")
+    assert report.last_due == utc(2026, 3, 7, 17, 0)
+    assert report.last_run is not None
+    assert report.last_run.state is not None
+    layers = report.last_run.state.data["layers"]
+    assert all(layers[name]["active"] for name in ("limits", "restricted_python", "audit_hook"))
     assert set(Schedule.objects.values_list("last_status", flat=True)) == {LastStatus.OK}
 
     # -- live edits ------------------------------------------------------------------------
@@ -81,6 +100,15 @@ def test_seed_content_site_week(clock: DrivenClock, worker: Worker, failures: li
     clock.advance(DAY)
     assert ledger()["digests"] == before + 1
     assert ledger()["dues"]["digest"][-1] == utc(2026, 3, 9, 12, 0).isoformat()  # 08:00 EDT
+    assert ledger()["reports"] == [
+        "report for 2026-03-07: 3 posts, 12 comments",
+        "report for 2026-03-08: 3 posts, 12 comments",  # noon EDT, 16:00 UTC
+    ]
+
+    # The agent edits its module while the worker runs: the next report uses the edit.
+    module = Module.objects.get(name=DAILY_REPORT)
+    module.source = DAILY_REPORT_SOURCE.replace("3 posts, 12 comments", "4 posts, 15 comments")
+    save_module(module)
 
     # -- a restart, three days later ----------------------------------------------------------
     digest.refresh_from_db()
@@ -90,20 +118,24 @@ def test_seed_content_site_week(clock: DrivenClock, worker: Worker, failures: li
     second = Worker(clock=clock, executor="django_weft.executors.InlineExecutor")
     try:
         rows = {row.name: row for row in Schedule.objects.all()}
-        assert sorted(rows) == ["cleanup", "digest", "renew", "stand-up"]
+        assert sorted(rows) == ["cleanup", "digest", "renew", "report", "stand-up"]
         assert rows["digest"].last_started == last_digest_started
         assert rows["digest"].last_status == LastStatus.OK
         data = ledger()
-        assert (data["digests"], data["cleanups"]) == (3, 51)
+        assert (data["digests"], data["cleanups"], len(data["reports"])) == (3, 51, 2)
 
         clock.advance(timedelta(0))
         assert ledger()["digests"] == 3, "three missed digests stayed missed"
+        assert len(ledger()["reports"]) == 2, "three missed reports stayed missed"
         assert len(ledger()["reminders"]) == 2, "one-offs that ran did not run again"
         assert Schedule.objects.get(name="digest").missed == 3
+        assert Schedule.objects.get(name="report").missed == 3
 
         clock.advance(DAY)
         assert ledger()["digests"] == 4
         assert ledger()["dues"]["digest"][-1] == utc(2026, 3, 13, 12, 0).isoformat()
+        assert ledger()["reports"][-1] == "report for 2026-03-12: 4 posts, 15 comments"
+        assert Schedule.objects.get(name="report").last_run.state.data["revision"] == 2
 
         Schedule.objects.create(
             name="welcome",

@@ -1,7 +1,8 @@
-"""The app's models: schedules, runs, state documents and worker processes."""
+"""The app's models: schedules, runs, state documents, worker processes and stored modules."""
 
 from django_weft.models.attempt import Attempt
 from django_weft.models.document import Document
+from django_weft.models.module import Module, ModuleRevision
 from django_weft.models.run import Run, RunStatus
 from django_weft.models.schedule import CatchUp, LastStatus, OnFold, OnGap, Overlap, Schedule
 from django_weft.models.worker import WorkerProcess
@@ -11,6 +12,8 @@ __all__ = [
     "CatchUp",
     "Document",
     "LastStatus",
+    "Module",
+    "ModuleRevision",
     "OnFold",
     "OnGap",
     "Overlap",

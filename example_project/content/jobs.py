@@ -21,7 +21,7 @@ def ledger_document() -> Any:
     return open_document(
         LEDGER,
         schema="content.ledger",
-        initial=lambda: {"digests": 0, "cleanups": 0, "reminders": [], "dues": {}},
+        initial=lambda: {"digests": 0, "cleanups": 0, "reminders": [], "reports": [], "dues": {}},
     )
 
 

@@ -10,7 +10,13 @@ from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from django_weft.models import Schedule
+from django_weft.models import Module, Schedule
+from django_weft.sandbox.modules import save_module
+from example_project.content.reports import (
+    DAILY_REPORT,
+    DAILY_REPORT_SCHEDULE,
+    DAILY_REPORT_SOURCE,
+)
 
 
 class Command(BaseCommand):
@@ -28,6 +34,9 @@ class Command(BaseCommand):
         if not User.objects.filter(username="guest").exists():
             User.objects.create_user("guest", password="guest")
             self.stdout.write("created user guest (password guest), who may watch")
+        if not Module.objects.filter(name=DAILY_REPORT).exists():
+            save_module(Module(name=DAILY_REPORT, source=DAILY_REPORT_SOURCE))
+            self.stdout.write(f"stored module {DAILY_REPORT!r}, run in the sandbox")
         now = timezone.now()
         rows: list[dict[str, Any]] = [
             {
@@ -49,6 +58,7 @@ class Command(BaseCommand):
                 "args": {"text": "look at the demo"},
                 "at": now + timedelta(minutes=2),
             },
+            {"name": "daily report", **DAILY_REPORT_SCHEDULE},
         ]
         for row in rows:
             name = row.pop("name")

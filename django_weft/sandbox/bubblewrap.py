@@ -1,0 +1,93 @@
+"""The bubblewrap layer: the child started inside ``bwrap``, when it is installed and works.
+
+bubblewrap gives the child its own user, PID, IPC, UTS and network namespaces and a
+root file system holding only ``/usr``, the Python installation and the packages the
+child imports, all read-only: the rest of the host's files do not exist in there.
+Whether ``bwrap`` works is probed once per process, since a container may forbid the
+namespaces it needs; when it does not, the layer is reported off with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import RestrictedPython
+
+import django_weft
+
+try:
+    import pyseccomp
+except (ImportError, OSError):
+    pyseccomp = None
+
+#: Top-level directories a merged-/usr system has as links into /usr.
+USR_LINKS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
+
+#: Files outside /usr the child reads: the dynamic linker's cache, which ctypes'
+#: find_library (pyseccomp loading libseccomp) reads through ldconfig.
+EXTRA_FILES = ("/etc/ld.so.cache",)
+
+
+def read_only_paths() -> list[str]:
+    """The Python installation and the packages the child imports, real paths, no doubles."""
+    packages = [django_weft.__file__, RestrictedPython.__file__]
+    if pyseccomp is not None:
+        packages.append(pyseccomp.__file__)
+    found = {os.path.realpath(path) for path in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    found |= {str(Path(os.path.realpath(str(path))).parent) for path in packages if path}
+    found = {path for path in found if not path.startswith("/usr/")}
+    # A path inside another one is bound with it.
+    return sorted(
+        path for path in found if not any(path.startswith(other + "/") for other in found)
+    )
+
+
+def command_prefix(bwrap: str) -> list[str]:
+    """``bwrap`` and its options, to be followed by the child's own command."""
+    prefix = [
+        bwrap,
+        "--unshare-all",
+        "--die-with-parent",
+        "--clearenv",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for name in USR_LINKS:
+        link = Path("/") / name
+        if link.is_symlink():
+            prefix += ["--symlink", os.readlink(link), str(link)]
+        elif link.is_dir():
+            prefix += ["--ro-bind", str(link), str(link)]
+    for path in [*read_only_paths(), *EXTRA_FILES]:
+        if os.path.exists(path):
+            prefix += ["--ro-bind", path, path]
+    return [*prefix, "--dev", "/dev", "--chdir", "/", "--"]
+
+
+@cache
+def probe() -> tuple[list[str] | None, str]:
+    """The prefix to start children with, or None and why bubblewrap cannot be used here."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return None, "bwrap is not installed (Debian: apt-get install bubblewrap)"
+    prefix = command_prefix(bwrap)
+    try:
+        subprocess.run(
+            [*prefix, sys.executable, "-I", "-c", "pass"],
+            capture_output=True,
+            check=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.CalledProcessError as error:
+        reason = error.stderr.decode(errors="replace").strip() or f"exit code {error.returncode}"
+        return None, f"bwrap cannot start here: {reason}"
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return None, f"bwrap cannot start here: {error}"
+    return prefix, f"bwrap at {bwrap}"

@@ -1,0 +1,231 @@
+"""The sandbox child: ``python -I -m django_weft.sandbox.child``, one call, then exit.
+
+The host writes a *setup* frame (allowed imports, layers to apply, limits); the child
+imports the allowed modules, applies its layers and limits, and answers *ready* with
+the layers that are active. Only then does the host send the *call*: the module's
+source, the callable, the args. The child compiles the source with RestrictedPython,
+runs it, and answers once, with the JSON answer or the failure, then exits. A child
+is never given a second call, so nothing one module leaves behind reaches another.
+
+While the module runs, ``host(name, *args)`` asks the host to run a host function and
+waits for its reply; the host decides whether the module is granted it.
+
+Stray writes to the standard output go to the standard error, which the host reads
+apart: the only way to the host's end of the pipe is :func:`~.protocol.write_frame`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import sysconfig
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from django_weft.sandbox import layers
+from django_weft.sandbox.protocol import Limits, read_frame, write_frame
+from django_weft.sandbox.restricted import (
+    LAZY_IMPORTS,
+    ModuleSourceError,
+    Refused,
+    Room,
+    compile_module,
+    module_filename,
+)
+
+#: Largest setup frame the child accepts.
+SETUP_LIMIT = 64 * 1024
+
+
+class HostError(Exception):
+    """A host function failed, or refused its args; the module may catch it."""
+
+
+class Failure(Exception):
+    """Ends the call with ``kind`` and ``message``; the host turns each kind into its error
+    (:data:`django_weft.sandbox.errors.FAILURES`)."""
+
+    def __init__(self, kind: str, message: str, traceback: TracebackType | None = None) -> None:
+        self.kind = kind
+        self.message = message
+        self.traceback = traceback
+        super().__init__(message)
+
+
+def standard_library_paths() -> list[str]:
+    """The directories of the standard library: all the files a module may read."""
+    paths = sysconfig.get_paths()
+    found = {os.path.realpath(paths[key]) for key in ("stdlib", "platstdlib")}
+    return sorted(path for path in found if os.path.isdir(path))
+
+
+def set_up(setup: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Import the allowed modules and apply every layer; return which are active."""
+    for name in setup["imports"]:
+        try:
+            __import__(name)
+        except ImportError:
+            continue  # an allowed name this Python lacks: importing it will fail later
+        for lazy in LAZY_IMPORTS.get(name, ()):
+            __import__(lazy)
+    report: dict[str, dict[str, Any]] = {}
+    wanted = set(setup["layers"])
+    steps: list[tuple[str, Callable[[], str]]] = [
+        ("network_namespace", layers.enter_network_namespace),
+        ("landlock", lambda: layers.apply_landlock(standard_library_paths())),
+    ]
+    for name, apply in steps:
+        report[name] = _apply_optional(name in wanted, apply)
+    limits = Limits.from_dict(setup["limits"])
+    layers.apply_limits(limits)
+    report["limits"] = {"active": True}
+    report["seccomp"] = _apply_optional("seccomp" in wanted, layers.apply_seccomp)
+    return report
+
+
+def _apply_optional(wanted: bool, apply: Callable[[], str]) -> dict[str, Any]:
+    if not wanted:
+        return {"active": False, "reason": "switched off (WEFT_SANDBOX_LAYERS)"}
+    try:
+        return {"active": True, "detail": apply()}
+    except layers.LayerFailed as error:
+        return {"active": False, "reason": str(error)}
+
+
+class Host:
+    """The module's way to the host: one frame out, one reply in, per call."""
+
+    def __init__(self, inbox: int, outbox: int, reply_limit: int) -> None:
+        self.inbox = inbox
+        self.outbox = outbox
+        self.reply_limit = reply_limit
+        self.calls = 0
+
+    def call(self, name: str, *args: Any) -> Any:
+        if not isinstance(name, str):
+            raise HostError(f"a host function is named by a string, not {type(name).__name__}")
+        try:
+            json.dumps(args, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise HostError(f'the args of host function "{name}" are not JSON: {error}') from None
+        self.calls += 1
+        write_frame(
+            self.outbox, {"type": "host_call", "id": self.calls, "name": name, "args": list(args)}
+        )
+        reply = read_frame(self.inbox, self.reply_limit)
+        if reply.get("type") != "host_reply" or reply.get("id") != self.calls:
+            raise Failure("raised", "the host sent something other than the reply")
+        if not reply.get("ok"):
+            raise HostError(str(reply.get("error", "the host function failed")))
+        return reply.get("value")
+
+
+def run_call(call: dict[str, Any], setup: dict[str, Any], host: Host) -> dict[str, Any]:
+    """Compile and run the module, and call its callable: the answer frame, or a failure."""
+    limits = setup["limits"]
+    room = Room(allowed_imports=setup["imports"], output_limit=limits["output_bytes"])
+    net = layers.AuditNet(room.refuse)
+    try:
+        try:
+            code = compile_module(call["source"], call["module"])
+        except ModuleSourceError as error:
+            raise Failure("syntax", str(error)) from None
+        module_globals = room.module_globals(
+            {"context": call["context"], "host": host.call, "HostError": HostError}
+        )
+        net.arm(code)
+        try:
+            encoded = _call_module(room, code, module_globals, call)
+        finally:
+            net.disarm()
+    except Failure as failure:
+        message = failure.message
+        if failure.traceback is not None:
+            message += _where(failure.traceback, call["module"])
+        return _failure(room, failure.kind, message)
+    size = len(encoded.encode())
+    if size > limits["answer_bytes"]:
+        return _failure(
+            room,
+            "limit",
+            f"the answer is {size} bytes, over the limit of {limits['answer_bytes']} "
+            "(WEFT_SANDBOX_MAX_ANSWER_BYTES)",
+        )
+    return {"type": "answer", "value": json.loads(encoded), "output": "".join(room.output)}
+
+
+def _call_module(
+    room: Room, code: Any, module_globals: dict[str, Any], call: dict[str, Any]
+) -> str:
+    """Run the module and its callable, and return the answer as JSON text.
+
+    Everything here may run the module's code (its ``__str__``, its ``items()``), so it
+    all happens while the audit net is armed, and the answer leaves as plain text.
+    """
+    name, method, args = call["module"], call["method"], call["args"]
+    try:
+        exec(code, module_globals)
+        target = module_globals.get(method)
+        if not callable(target):
+            has = "no callable" if target is None else f"a {type(target).__name__}, not a callable,"
+            raise Failure("missing_method", f'module "{name}" has {has} named "{method}"')
+        answer = target(*args) if isinstance(args, list) else target(**args)
+        if room.refusals.first is None:
+            try:
+                return json.dumps(answer, allow_nan=False)
+            except (TypeError, ValueError) as error:
+                raise Failure("invalid_answer", f"the answer is not JSON: {error}") from None
+    except Failure:
+        raise
+    except Refused:
+        pass  # reported below, as the first refusal
+    except MemoryError:
+        raise Failure("limit", "the module ran out of memory (WEFT_SANDBOX_MEMORY_BYTES)") from None
+    except RecursionError:
+        raise Failure(
+            "limit", f"the module recursed deeper than {sys.getrecursionlimit()} calls"
+        ) from None
+    except BaseException as error:
+        raise Failure("raised", f"{type(error).__name__}: {error}", error.__traceback__) from None
+    first = room.refusals.first
+    assert first is not None
+    raise Failure(first.kind, str(first))
+
+
+def _where(traceback: TracebackType | None, name: str) -> str:
+    """`` (line N)``: the last line of the module's own code the error passed through."""
+    line = None
+    while traceback is not None:
+        if traceback.tb_frame.f_code.co_filename == module_filename(name):
+            line = traceback.tb_lineno
+        traceback = traceback.tb_next
+    return f" (line {line})" if line is not None else ""
+
+
+def _failure(room: Room, kind: str, message: str) -> dict[str, Any]:
+    return {"type": "failure", "kind": kind, "message": message, "output": "".join(room.output)}
+
+
+def main() -> None:
+    inbox, outbox = 0, os.dup(1)
+    os.dup2(2, 1)
+    setup = read_frame(inbox, SETUP_LIMIT)
+    try:
+        report = set_up(setup)
+    except layers.LayerFailed as error:
+        write_frame(outbox, {"type": "failure", "kind": "layer", "message": str(error)})
+        os._exit(1)
+    write_frame(outbox, {"type": "ready", "layers": report})
+    reply_limit = setup["limits"]["answer_bytes"] + 1024
+    try:
+        call = read_frame(inbox, setup["call_limit"])
+    except EOFError:
+        os._exit(0)  # a pooled child the host no longer needs
+    write_frame(outbox, run_call(call, setup, Host(inbox, outbox, reply_limit)))
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

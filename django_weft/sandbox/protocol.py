@@ -1,0 +1,125 @@
+"""The pipe between the host and a sandbox child: length-prefixed JSON frames.
+
+Both sides import this module, so it holds only what they share: the framing, the
+names of the layers and the limits. A frame is a 4-byte
+big-endian length followed by that many bytes of UTF-8 JSON holding one object with a
+``type``. The reader refuses a frame longer than the limit it was given before reading
+its body, so a child cannot make the host buffer more than that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import asdict, dataclass
+from typing import Any
+
+HEADER = struct.Struct(">I")
+
+#: Layers every run has; a child that cannot apply one of them refuses to run.
+MANDATORY_LAYERS = ("limits", "restricted_python", "audit_hook")
+#: Layers applied whenever the kernel allows them, each switchable by a setting.
+OPTIONAL_LAYERS = ("network_namespace", "landlock", "seccomp", "bubblewrap")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one call may use. The wall clock is the host's to enforce, not the child's."""
+
+    cpu_seconds: float
+    memory_bytes: int
+    output_bytes: int
+    answer_bytes: int
+    #: Descriptors the child may hold: the pipes and what the interpreter keeps open.
+    open_files: int = 16
+    #: Bytes the child may write to files: none.
+    file_bytes: int = 0
+    #: New processes the child may create: none (root ignores this; seccomp does not).
+    processes: int = 0
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Limits:
+        return cls(**data)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ProtocolError(Exception):
+    """A frame that breaks the protocol: too long, not JSON, not an object with a type."""
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One frame holding ``message``; NaN and infinities are refused, as JSON has none."""
+    body = json.dumps(message, allow_nan=False, separators=(",", ":")).encode()
+    return HEADER.pack(len(body)) + body
+
+
+def decode(body: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(body.decode(), parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ProtocolError(f"a frame that is not JSON: {error}") from None
+    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+        raise ProtocolError("a frame that is not an object with a type")
+    return message
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+class FrameReader:
+    """Splits bytes read from a pipe into messages, refusing frames over ``limit`` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        self._buffer += data
+        messages = []
+        while len(self._buffer) >= HEADER.size:
+            (length,) = HEADER.unpack_from(self._buffer)
+            if length > self.limit:
+                raise FrameTooLarge(length, self.limit)
+            if len(self._buffer) < HEADER.size + length:
+                break
+            body = bytes(self._buffer[HEADER.size : HEADER.size + length])
+            del self._buffer[: HEADER.size + length]
+            messages.append(decode(body))
+        return messages
+
+
+class FrameTooLarge(ProtocolError):
+    def __init__(self, length: int, limit: int) -> None:
+        self.length = length
+        self.limit = limit
+        super().__init__(f"a frame of {length} bytes, over the limit of {limit}")
+
+
+def write_frame(fd: int, message: dict[str, Any]) -> None:
+    """Write one frame to ``fd``, blocking until all of it is written."""
+    view = memoryview(encode(message))
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def read_frame(fd: int, limit: int) -> dict[str, Any]:
+    """Read one frame from ``fd``, blocking; EOFError if the other side closed the pipe."""
+    header = _read_exactly(fd, HEADER.size)
+    (length,) = HEADER.unpack(header)
+    if length > limit:
+        raise FrameTooLarge(length, limit)
+    return decode(_read_exactly(fd, length))
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = os.read(fd, size - len(chunks))
+        if not chunk:
+            raise EOFError("the other side closed the pipe")
+        chunks += chunk
+    return bytes(chunks)

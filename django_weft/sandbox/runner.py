@@ -1,0 +1,134 @@
+"""Runners: where a module's call runs. Chosen by ``WEFT_SANDBOX_RUNNER`` (an import string).
+
+:class:`ProcessRunner`, the default, starts one fresh child process per call
+(``python -I`` in its own process group, inside bubblewrap when it works here, no
+descriptors inherited but its three pipes), or takes one a warm pool set up ahead.
+The runner adds the host's view of the layers to the child's report, fails the call
+when a required layer is off, and hands host calls to the registered host functions.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+from django_weft.conf import weft_settings
+from django_weft.loading import import_setting
+from django_weft.sandbox import bubblewrap
+from django_weft.sandbox.config import RoomConfig
+from django_weft.sandbox.errors import LayerUnavailable
+from django_weft.sandbox.host import host_functions
+from django_weft.sandbox.pool import Pool
+from django_weft.sandbox.process import Answer, Check, Child, ModuleCall
+from django_weft.sandbox.protocol import MANDATORY_LAYERS, OPTIONAL_LAYERS
+
+#: The child's command, after bubblewrap's when that layer is on.
+CHILD_COMMAND = ("-I", "-B", "-X", "utf8", "-m", "django_weft.sandbox.child")
+
+Layers = dict[str, dict[str, Any]]
+OnReady = Callable[[Layers], None]
+
+
+class Runner:
+    """The interface: run one call in a sandbox and return its answer, or raise why not."""
+
+    def run(
+        self, call: ModuleCall, *, check: Check | None = None, on_ready: OnReady | None = None
+    ) -> Answer:
+        """Run ``call``; ``check`` is called while it runs (it may raise to stop the call),
+        ``on_ready`` gets the report of the layers before the module's code runs."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the runner keeps (children waiting in a pool)."""
+
+
+class ProcessRunner(Runner):
+    """A fresh child process per call, from a warm pool when ``WEFT_SANDBOX_POOL_SIZE`` > 0."""
+
+    def __init__(self) -> None:
+        size = weft_settings.SANDBOX_POOL_SIZE
+        self.pool = Pool(self.spawn, size) if size > 0 else None
+
+    def command(self, config: RoomConfig) -> tuple[list[str], dict[str, Any]]:
+        """The child's command line, and the report of the bubblewrap layer."""
+        command = [sys.executable, *CHILD_COMMAND]
+        if "bubblewrap" not in config.layers:
+            return command, {"active": False, "reason": "switched off (WEFT_SANDBOX_LAYERS)"}
+        prefix, detail = bubblewrap.probe()
+        if prefix is None:
+            return command, {"active": False, "reason": detail}
+        return [*prefix, *command], {"active": True, "detail": detail}
+
+    def spawn(self, config: RoomConfig) -> Child:
+        command, report = self.command(config)
+        return Child(command, config, bubblewrap=report)
+
+    def run(
+        self, call: ModuleCall, *, check: Check | None = None, on_ready: OnReady | None = None
+    ) -> Answer:
+        config = RoomConfig.from_settings()
+        child = (self.pool.take(config) if self.pool is not None else None) or self.spawn(config)
+        try:
+            layers = report_layers(child.wait_ready(check), child.bubblewrap)
+            if on_ready is not None:
+                on_ready(layers)
+            require_layers(layers, config.required_layers)
+        except BaseException:
+            child.kill()
+            raise
+        return child.call(call, host=host_functions.get, check=check)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def report_layers(child: Layers, bubblewrap_report: dict[str, Any]) -> Layers:
+    """Every layer, mandatory ones first, as ``{"active": bool, "detail" or "reason": str}``."""
+    report: Layers = {
+        "limits": child.get("limits", {"active": False, "reason": "the child did not say"}),
+        "restricted_python": {"active": True},
+        "audit_hook": {"active": True},
+    }
+    for name in OPTIONAL_LAYERS:
+        if name == "bubblewrap":
+            report[name] = bubblewrap_report
+        else:
+            report[name] = child.get(name, {"active": False, "reason": "the child did not say"})
+    return report
+
+
+def require_layers(layers: Layers, required: tuple[str, ...]) -> None:
+    """Refuse the call when a mandatory layer or a required one is off."""
+    for name in (*MANDATORY_LAYERS, *required):
+        report = layers.get(name, {})
+        if not report.get("active"):
+            setting = "" if name in MANDATORY_LAYERS else " (WEFT_SANDBOX_REQUIRED_LAYERS)"
+            raise LayerUnavailable(
+                f'the sandbox layer "{name}" is required{setting} but is off: '
+                f"{report.get('reason', 'unknown')}"
+            )
+
+
+@cache
+def load_runner() -> Runner:
+    """This process's runner, made once; a ``WEFT_SANDBOX_*`` settings change makes a new one."""
+    runner = import_setting(weft_settings.SANDBOX_RUNNER)()
+    if not isinstance(runner, Runner):
+        raise TypeError(
+            f"{weft_settings.SANDBOX_RUNNER} is not a django_weft.sandbox.runner.Runner"
+        )
+    return runner
+
+
+@receiver(setting_changed)
+def _forget_runner(*, setting: str, **kwargs: object) -> None:
+    if setting.startswith("WEFT_SANDBOX_") and load_runner.cache_info().currsize:
+        load_runner().close()
+        load_runner.cache_clear()

@@ -1,0 +1,65 @@
+"""A sandbox child that has been taken over: it speaks the protocol badly on purpose.
+
+``python rogue_child.py BEHAVIOUR``; the host must end each call with a clear error and
+kill it. It uses only the standard library, as a child that lost its guards would.
+"""
+
+import json
+import os
+import struct
+import sys
+import time
+
+
+def frame(message: object) -> bytes:
+    body = json.dumps(message).encode()
+    return struct.pack(">I", len(body)) + body
+
+
+def read_frame() -> dict:
+    (length,) = struct.unpack(">I", os.read(0, 4))
+    body = b""
+    while len(body) < length:
+        body += os.read(0, length - len(body))
+    return json.loads(body)
+
+
+READY = {"type": "ready", "layers": {"limits": {"active": True}}}
+
+BEHAVIOURS = {
+    # Bytes that are not a frame of JSON.
+    "garbage": lambda: os.write(1, struct.pack(">I", 5) + b"nope!"),
+    # A frame that claims to be far larger than anything the host accepts.
+    "oversized": lambda: os.write(1, struct.pack(">I", 2**31)),
+    # A message type the protocol does not have.
+    "unknown": lambda: os.write(1, frame({"type": "take_over", "what": "the host"})),
+    # The setup report where the answer should come.
+    "ready_twice": lambda: os.write(1, frame(READY)),
+    # A host call for a function the module was never granted.
+    "ungranted": lambda: os.write(
+        1, frame({"type": "host_call", "id": 1, "name": "tests.secret", "args": []})
+    ),
+    # A host call with no name.
+    "nameless_call": lambda: os.write(1, frame({"type": "host_call", "id": 1, "args": []})),
+    # A failure of a kind the protocol does not know.
+    "bad_failure": lambda: os.write(
+        1, frame({"type": "failure", "kind": "victory", "message": ""})
+    ),
+    # Silence until the wall clock runs out.
+    "silent": lambda: time.sleep(3600),
+    # Exit without an answer.
+    "exit": lambda: os._exit(3),
+}
+
+
+def main() -> None:
+    behaviour = sys.argv[1]
+    read_frame()  # setup
+    os.write(1, frame(READY))
+    read_frame()  # the call
+    BEHAVIOURS[behaviour]()
+    time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""What the sandbox tests share: layer settings, a module runner through a real worker,
+host functions, and a runner whose child breaks the protocol on purpose."""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from django_weft.jobs import registry
+from django_weft.models import Module, Run, RunStatus
+from django_weft.sandbox.config import RoomConfig
+from django_weft.sandbox.host import host_function
+from django_weft.sandbox.protocol import OPTIONAL_LAYERS
+from django_weft.sandbox.runner import ProcessRunner
+from django_weft.testing import DrivenClock
+
+ROGUE_CHILD = Path(__file__).with_name("rogue_child.py")
+
+#: Every optional layer on, then each one switched off in turn.
+LAYER_SETS = {
+    "all-layers": OPTIONAL_LAYERS,
+    **{
+        f"without-{name}": tuple(layer for layer in OPTIONAL_LAYERS if layer != name)
+        for name in OPTIONAL_LAYERS
+    },
+}
+
+#: Limits the tests run under: a short CPU limit, a wall clock that waits for it even
+#: on a busy machine (so the CPU limit, not the wall clock, stops a busy loop).
+TEST_LIMITS = {
+    "WEFT_SANDBOX_CPU_SECONDS": 1,
+    "WEFT_SANDBOX_WALL_SECONDS": 30.0,
+    "WEFT_SANDBOX_MEMORY_BYTES": 256 * 1024 * 1024,
+    "WEFT_SANDBOX_MAX_ANSWER_BYTES": 64 * 1024,
+    "WEFT_SANDBOX_MAX_OUTPUT_BYTES": 16 * 1024,
+}
+
+
+@pytest.fixture(params=list(LAYER_SETS))
+def layers(request: pytest.FixtureRequest, settings: Any) -> tuple[str, ...]:
+    """Each test runs with every optional layer, then with each one switched off."""
+    chosen = LAYER_SETS[request.param]
+    for name, value in TEST_LIMITS.items():
+        setattr(settings, name, value)
+    settings.WEFT_SANDBOX_LAYERS = chosen
+    return chosen
+
+
+@pytest.fixture
+def limits(settings: Any) -> None:
+    """The test limits with every optional layer on."""
+    for name, value in TEST_LIMITS.items():
+        setattr(settings, name, value)
+
+
+def store(source: str, name: str = "tests/escape", grants: list[str] | None = None) -> Module:
+    """Write ``source`` as the module ``name`` straight through the ORM.
+
+    The save path (:func:`~django_weft.sandbox.modules.save_module`) would refuse a
+    source that does not compile; an escape stored past it must be refused again by
+    the child, which compiles every source it runs.
+    """
+    module, _ = Module.objects.update_or_create(
+        name=name, defaults={"source": source, "grants": grants or []}
+    )
+    return module
+
+
+def run_module(
+    clock: DrivenClock,
+    source: str | None = None,
+    *,
+    name: str = "tests/escape",
+    method: str | None = None,
+    args: Any = None,
+    grants: list[str] | None = None,
+) -> Run:
+    """Store ``source`` (unless None), run it through the worker with a second, plain run
+    beside it, and return the module's run once both ended. The plain run ending ``done``
+    shows the worker went on whatever the module did."""
+    if source is not None:
+        store(source, name, grants)
+    run_args: dict[str, Any] = {"module": name}
+    if method is not None:
+        run_args["method"] = method
+    if args is not None:
+        run_args["args"] = args
+    run = registry.get("weft.module").start(run_args)
+    beside = registry.get("tests.noop").start()
+    clock.advance(timedelta(0))
+    run.refresh_from_db()
+    beside.refresh_from_db()
+    assert beside.status == RunStatus.DONE, "the worker did not go on after the module's run"
+    return run
+
+
+def assert_failed(run: Run, error_type: str, *fragments: str) -> None:
+    """The run failed with ``error_type`` and a message holding every fragment."""
+    assert (run.status, run.error_type) == (RunStatus.FAILED, error_type), (
+        run.status,
+        run.error_type,
+        run.error_message,
+    )
+    for fragment in fragments:
+        assert fragment in run.error_message, run.error_message
+
+
+@host_function("tests.add")
+def add(a: float, b: float) -> float:
+    """A host function the tests grant: adds two numbers on the host."""
+    return a + b
+
+
+@host_function("tests.secret")
+def secret() -> str:
+    """A host function no test module is granted."""
+    return "the host's secret"
+
+
+@host_function("tests.fails")
+def fails(reason: str) -> None:
+    raise ValueError(reason)
+
+
+@host_function("tests.not_json")
+def not_json() -> object:
+    return {1, 2}
+
+
+class RogueRunner(ProcessRunner):
+    """Starts ``tests/rogue_child.py`` instead of the real child: a child that has been
+    taken over and says whatever :attr:`behaviour` names."""
+
+    behaviour = "garbage"
+
+    def command(self, config: RoomConfig) -> tuple[list[str], dict[str, Any]]:
+        command = [sys.executable, "-I", str(ROGUE_CHILD), self.behaviour]
+        return command, {"active": False, "reason": "a rogue child"}
