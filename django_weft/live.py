@@ -121,8 +121,8 @@ def _listening_layer() -> BaseChannelLayer | None:
     layer = get_channel_layer()
     if layer is None:
         return None
-    if isinstance(layer, InMemoryChannelLayer) and _home_loop is None:
-        return None  # nobody in this process can hear an in-memory layer
+    if isinstance(layer, InMemoryChannelLayer) and (_home_loop is None or _home_loop.is_closed()):
+        return None  # nobody in this process can hear an in-memory layer (any more)
     return layer
 
 
