@@ -14,6 +14,7 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from django_weft.jobs import registry
+from django_weft.runs import start
 from tests.live_client import open_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -23,7 +24,7 @@ IN_MEMORY = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 def queries_of_a_start() -> int:
     with CaptureQueriesContext(connection) as queries:
-        registry.get("tests.noop").start({})
+        start(registry.get("tests.noop"), {})
     return len(queries)
 
 
