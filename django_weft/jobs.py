@@ -8,6 +8,7 @@ are *blocked* (never executed, their args never decoded).
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,8 @@ ConcurrencyKey = Callable[[Mapping[str, Any], "AbstractBaseUser | None"], "str |
 
 
 class NoArgs(serializers.Serializer[Any]):
-    """The args serializer of a job that takes no args."""
+    """The default ``args``: no serializer. The job takes the keyword args its function
+    declares (required without a default), as plain JSON values."""
 
 
 @dataclass(frozen=True)
@@ -81,11 +83,14 @@ class Job:
         """Validate ``args`` and return them in their stored (JSON) form.
 
         Unknown keys are refused too: a typo in a schedule's args should fail on save,
-        not be dropped silently.
+        not be dropped silently. A job without an args serializer takes the keyword args
+        its function declares, as JSON values.
         """
         data = {} if args is None else args
         if not isinstance(data, Mapping):
             raise InvalidArgs(self.name, {"args": ["Expected an object of named args."]})
+        if self.args is NoArgs:
+            return self._validate_by_signature(dict(data))
         serializer = self.args(data=dict(data))
         unknown = sorted(set(data) - set(serializer.fields))
         errors: dict[str, list[str]] = {}
@@ -97,8 +102,30 @@ class Job:
             raise InvalidArgs(self.name, errors)
         return dict(serializer.data)
 
+    def _validate_by_signature(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The args of a job without a serializer: its function's keyword parameters."""
+        parameters = list(inspect.signature(self.func).parameters.values())[1:]
+        named = {p.name: p for p in parameters if p.kind in _NAMED}
+        open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+        errors: dict[str, list[str]] = {}
+        for name in sorted(set(data) - set(named)) if not open_ended else []:
+            errors[name] = [f'Unknown arg; "{self.name}" accepts: {_names(named)}.']
+        for name, parameter in named.items():
+            if parameter.default is inspect.Parameter.empty and name not in data:
+                errors[name] = ["This field is required."]
+        for name, value in data.items():
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError):
+                errors.setdefault(name, []).append(f"Not a JSON value: {value!r}.")
+        if errors:
+            raise InvalidArgs(self.name, errors)
+        return data
+
     def decode_args(self, stored: Mapping[str, Any]) -> dict[str, Any]:
         """Turn stored args back into the values the function receives."""
+        if self.args is NoArgs:
+            return dict(stored)
         serializer = self.args(data=dict(stored))
         if not serializer.is_valid():
             raise InvalidArgs(self.name, flatten_errors(serializer.errors))
@@ -126,6 +153,10 @@ def check_priority(priority: int) -> int:
             f"not {priority!r}"
         )
     return priority
+
+
+#: Parameters a keyword arg can fill.
+_NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
 def _names(fields: Mapping[str, Any]) -> str:

@@ -8,9 +8,15 @@ Set ``DATABASE_URL``-style variables to try PostgreSQL and Redis instead:
 import os
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
+
 BASE_DIR = Path(__file__).resolve().parent
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "example-only-not-secret")
-DEBUG = True
+# The demo runs as it is, in DEBUG with a key everyone knows. With DJANGO_DEBUG=0 (anything
+# facing a network) it needs a key of its own in DJANGO_SECRET_KEY.
+DEBUG = os.environ.get("DJANGO_DEBUG", "1") not in ("0", "false", "False", "")
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "example-only-not-secret" if DEBUG else "")
+if not SECRET_KEY:
+    raise ImproperlyConfigured("set DJANGO_SECRET_KEY: the example runs with DJANGO_DEBUG=0")
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 USE_TZ = True
 TIME_ZONE = "UTC"

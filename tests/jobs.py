@@ -272,3 +272,15 @@ def connection_id(ctx: RunContext) -> int:
 
 
 flaky_fast.finish(flaky_finished)
+
+
+@job("tests.greet")
+def greet(ctx: RunContext, name: str, greeting: str = "hello", times: int = 1) -> str:
+    """No args serializer: the function's own keyword parameters are its args."""
+    return " ".join([f"{greeting}, {name}"] * times)
+
+
+@job("tests.anything")
+def anything(ctx: RunContext, **options: Any) -> dict[str, Any]:
+    """No serializer and ``**options``: any JSON args, returned as they came."""
+    return options

@@ -282,7 +282,15 @@ def test_checks_sqlite_registered(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("WEFT_LIVE_RECENT_RUNS", -1), ("WEFT_LIVE_RECENT_RUNS", "20"), ("WEFT_LIVE_MAX_FRAME", 0)],
+    [
+        ("WEFT_LIVE_RECENT_RUNS", -1),
+        ("WEFT_LIVE_RECENT_RUNS", "20"),
+        ("WEFT_LIVE_MAX_FRAME", 0),
+        ("WEFT_LIVE_SNAPSHOT_LIMIT", 0),
+        ("WEFT_LIVE_SNAPSHOT_LIMIT", True),
+        ("WEFT_LIVE_MAX_SUBSCRIPTIONS", 0),
+        ("WEFT_LIVE_MAX_SUBSCRIPTIONS", 2.5),
+    ],
 )
 def test_checks_live_numbers_invalid(name: str, value: object) -> None:
     """E007: live-view sizes that are not whole numbers in range are errors naming them."""
@@ -349,3 +357,25 @@ def test_checks_prune_batch_size_invalid(value: object) -> None:
         (message,) = only("django_weft.E011")
     assert "WEFT_PRUNE_BATCH_SIZE" in message.msg
     assert repr(value) in message.msg
+
+
+# --- W002 the live socket's origins (a deployment check) ---------------------------------------
+
+
+@pytest.mark.django_db
+def test_checks_deploy_any_host_lets_any_site_open_the_socket() -> None:
+    """W002 (check --deploy): ALLOWED_HOSTS = ["*"] trusts every site's pages."""
+    with override_settings(ALLOWED_HOSTS=["*"]):
+        messages = [
+            m for m in run_checks(include_deployment_checks=True) if m.id == "django_weft.W002"
+        ]
+    (message,) = messages
+    assert isinstance(message, Warning)
+    assert '"*"' in message.msg
+    assert "CSRF_TRUSTED_ORIGINS" in message.hint
+    with override_settings(ALLOWED_HOSTS=["weft.example"]):
+        assert not [
+            m for m in run_checks(include_deployment_checks=True) if m.id == "django_weft.W002"
+        ]
+    with override_settings(ALLOWED_HOSTS=["*"]):
+        assert "django_weft.W002" not in {m.id for m in run_checks()}, "only with --deploy"
