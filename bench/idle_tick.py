@@ -40,18 +40,6 @@ def main() -> None:
     worker = Worker(executor="django_weft.executors.InlineExecutor", concurrency=4)
     worker.start()
 
-    def time_ticks(tick: object) -> list[float]:
-        assert callable(tick)
-        for _ in range(10):  # warm-up: connection, statement caches
-            tick()
-        samples = []
-        for _ in range(options.ticks):
-            begin = time.perf_counter()
-            did = tick()
-            samples.append(time.perf_counter() - begin)
-            assert not did, "an idle tick did work"
-        return samples
-
     results: dict[int, dict[str, list[float]]] = {}
     queries: dict[str, int] = {}
     loaded = 0
@@ -70,8 +58,10 @@ def main() -> None:
         assert Schedule.objects.count() == size
 
         results[size] = {
-            "Scheduler.tick": time_ticks(lambda: scheduler.tick(timezone.now())),
-            "Worker.tick": time_ticks(worker.tick),
+            "Scheduler.tick": _setup.time_idle_ticks(
+                lambda: scheduler.tick(timezone.now()), options.ticks
+            ),
+            "Worker.tick": _setup.time_idle_ticks(worker.tick, options.ticks),
         }
         for what, samples in results[size].items():
             print(

@@ -1,0 +1,73 @@
+"""procrastinate in ``compare.py``: its tasks and its measurements.
+
+procrastinate's Django integration: tasks on ``procrastinate.contrib.django.app``,
+deferred through Django's connection, and workers ``manage.py procrastinate worker``
+with its defaults (LISTEN/NOTIFY on, ``--concurrency`` as the measurement says).
+Its own timestamps are the ``started`` and ``succeeded`` rows of
+``procrastinate_events``, written by its triggers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import _setup
+import compare_common
+from django.db.models import Max, Min
+from procrastinate.contrib.django import app
+from procrastinate.contrib.django.models import ProcrastinateEvent, ProcrastinateJob
+
+APP = "procrastinate"
+
+
+@app.task(name="bench.noop")
+def noop() -> None:
+    """Does nothing: what is measured is the machinery around it."""
+
+
+@app.task(name="bench.stamp")
+def stamp(socket: str, token: int) -> None:
+    """Tells the benchmark when it began (see ``compare_common.send_stamp``)."""
+    compare_common.send_stamp(socket, token)
+
+
+def _drained() -> compare_common.Drained:
+    first = ProcrastinateEvent.objects.filter(type="started").aggregate(at=Min("at"))["at"]
+    last = ProcrastinateEvent.objects.filter(type="succeeded").aggregate(at=Max("at"))["at"]
+    workers = Counter(ProcrastinateJob.objects.values_list("worker_id", flat=True))
+    return compare_common.Drained(
+        done=ProcrastinateJob.objects.filter(status="succeeded").count(),
+        first_start=first,
+        last_finish=last,
+        per_worker=list(workers.values()),
+    )
+
+
+def _worker(*arguments: str) -> list[str]:
+    return _setup.manage_command("procrastinate", "worker", *arguments, script="compare_manage.py")
+
+
+def throughput(options: dict[str, Any], logs: Path) -> dict[str, Any]:
+    return compare_common.measure_throughput(
+        APP,
+        noop.defer,
+        _worker("--one-shot", "--concurrency", str(options["concurrency"])),
+        _drained,
+        options,
+        logs,
+    )
+
+
+def latency(options: dict[str, Any], logs: Path) -> dict[str, Any]:
+    return compare_common.measure_latency(
+        APP,
+        lambda socket, token: stamp.defer(socket=socket, token=token),
+        _worker(),
+        options,
+        logs,
+    )
+
+
+MEASUREMENTS = {"throughput": throughput, "latency": latency}
