@@ -138,6 +138,7 @@ class Drained(NamedTuple):
     done: int
     first_start: datetime
     last_finish: datetime
+    #: Jobs each worker process ran, where the system records it (else empty).
     per_worker: list[int]
 
 

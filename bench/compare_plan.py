@@ -63,6 +63,11 @@ LATENCY = (
     Latency("procrastinate", "procrastinate worker", 0, (0.02, 0.2)),
 )
 
+
+def workers_label(workers: int) -> str:
+    return f"{workers} worker{'s' * (workers > 1)}"
+
+
 SYSTEM_NAMES = {
     "weft": "django-weft",
     "tasks_db": "django-tasks-db",
@@ -132,11 +137,13 @@ def run_repeat(
                 config.conn_max_age,
             )
             results.throughput.setdefault((config.label, workers), []).append(result)
+            shares = " + ".join(f"{count:,}" for count in result["per_worker"])
             say(
-                f"{config.label}, {workers} worker process(es): {result['runs_per_s']:,.0f} runs/s "
-                f"({result['runs_per_s'] / ceiling:.1%} of the ceiling), "
-                f"enqueue {result['enqueue_per_s']:,.0f} jobs/s, drain {result['drain_s']:.1f} s, "
-                f"wall {result['wall_s']:.1f} s"
+                f"{config.label}, {workers_label(workers)}: "
+                f"{result['runs_per_s']:,.0f} runs/s ({result['runs_per_s'] / ceiling:.1%} of the "
+                f"ceiling), enqueue {result['enqueue_per_s']:,.0f} jobs/s, drain "
+                f"{result['drain_s']:.1f} s, wall {result['wall_s']:.1f} s, jobs per worker "
+                f"{shares or 'not recorded'}"
             )
     for latency in LATENCY:
         samples = child(

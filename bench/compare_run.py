@@ -48,7 +48,9 @@ def run(*, quick: bool, repeat: int | None, jobs: int | None) -> None:
             )
         results = compare_plan.Results()
         for number in range(1, repeats + 1):
-            print(f"\nrepeat {number} of {repeats}", flush=True)
+            if number > 1:
+                print()
+            print(f"repeat {number} of {repeats}", flush=True)
             compare_plan.run_repeat(
                 number, sizes, results, logs, lambda line: print(f"  {line}", flush=True)
             )
@@ -61,7 +63,8 @@ def run(*, quick: bool, repeat: int | None, jobs: int | None) -> None:
         print("\ncompare.py: interrupted; stopping workers, dropping databases", file=sys.stderr)
         raise SystemExit(130) from None
     except compare_children.MeasurementFailed as error:
-        raise SystemExit(f"compare.py: {error}") from None
+        print(f"compare.py: {error}", file=sys.stderr)
+        raise SystemExit(1) from None
     finally:
         server.close()
         if finished:
