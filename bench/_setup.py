@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TypedDict
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -95,13 +96,19 @@ def _create_sqlite() -> None:
     atexit.register(remove)
 
 
-def pg_server() -> dict[str, str]:
+class PgServer(TypedDict):
+    host: str
+    port: str
+    user: str
+
+
+def pg_server() -> PgServer:
     """The PostgreSQL server the benchmarks use; ``WEFT_BENCH_PG_*`` change it."""
-    return {
-        "host": os.environ.get("WEFT_BENCH_PG_HOST", "127.0.0.1"),
-        "port": os.environ.get("WEFT_BENCH_PG_PORT", "5432"),
-        "user": os.environ.get("WEFT_BENCH_PG_USER", "postgres"),
-    }
+    return PgServer(
+        host=os.environ.get("WEFT_BENCH_PG_HOST", "127.0.0.1"),
+        port=os.environ.get("WEFT_BENCH_PG_PORT", "5432"),
+        user=os.environ.get("WEFT_BENCH_PG_USER", "postgres"),
+    )
 
 
 def pg_admin_connection():  # type: ignore[no-untyped-def]

@@ -105,7 +105,7 @@ def ensure_venv() -> Path:
         subprocess.run([interpreter, "-m", "venv", str(VENV)], check=True)
     if not INSTALLED.exists() or INSTALLED.read_text() != source_digest():
         print(f"==> installing {REQUIREMENTS.name} and django-weft (editable)", flush=True)
-        subprocess.run(
+        installed = subprocess.run(
             [
                 str(python),
                 "-m",
@@ -117,8 +117,12 @@ def ensure_venv() -> Path:
                 "--requirement",
                 str(REQUIREMENTS),
             ],
-            check=True,
         )
+        if installed.returncode != 0:
+            raise SystemExit(
+                f"compare.py: pip could not install into {VENV} (exit {installed.returncode}); "
+                f"see its output above, or remove {VENV} and run compare.py again"
+            )
         INSTALLED.write_text(source_digest())
     return python
 

@@ -63,11 +63,15 @@ class Workers:
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> Workers:
-        for path in self.logs:
-            with path.open("ab") as log:
-                self.processes.append(
-                    subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT)
-                )
+        try:
+            for path in self.logs:
+                with path.open("ab") as log:
+                    self.processes.append(
+                        subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT)
+                    )
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def __exit__(self, *exc_info: object) -> None:

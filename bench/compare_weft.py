@@ -78,7 +78,8 @@ def due_fires(options: dict[str, Any], logs: Path) -> dict[str, Any]:
 
     The rows are armed with ``at`` (and so ``next_due``) in the past hour, as rows
     saved in advance are once their moment has passed. The workers run until every
-    fire is a finished run; then they are stopped.
+    fire is a finished run; then they are stopped. Every schedule must have made
+    exactly one run, and every run must be done.
     """
     count = options["schedules"]
     compare_common.truncate_app(APP)
@@ -92,15 +93,15 @@ def due_fires(options: dict[str, Any], logs: Path) -> dict[str, Any]:
     begin = time.perf_counter()
     command = _setup.manage_command("runjobs", script="compare_manage.py")
     with compare_common.Workers(command, options["workers"], logs, options["label"]) as workers:
-        while Run.objects.filter(status=RunStatus.DONE).count() < count:
+        while Run.objects.finished().count() < count:
             workers.check_running()
             if time.perf_counter() - begin > timeout:
-                raise RuntimeError(f"{count} due fires not all done after {timeout:.0f} s")
+                raise RuntimeError(f"{count} due fires not all finished after {timeout:.0f} s")
             time.sleep(0.2)
         wall = time.perf_counter() - begin
-    runs = Run.objects.count()
-    if runs != count:
-        raise RuntimeError(f"{runs} runs for {count} one-off schedules")
+    runs, done = Run.objects.count(), Run.objects.filter(status=RunStatus.DONE).count()
+    if (runs, done) != (count, count):
+        raise RuntimeError(f"{runs} runs, {done} done, for {count} one-off schedules; see {logs}")
     span = Run.objects.aggregate(
         first=Min("created_at"), last_fire=Max("created_at"), last_finish=Max("finished_at")
     )
