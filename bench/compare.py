@@ -49,11 +49,8 @@ def parse_arguments() -> argparse.Namespace:
 
 
 def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'"{text}" is not a whole number') from None
-    if value < 1:
+    """A whole number of at least 1 (argparse reports what ``int()`` refuses)."""
+    if (value := int(text)) < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
 

@@ -21,12 +21,16 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
 
 import _setup
+import django
+from django.apps import apps
+from django.db import connection
 
 #: The module holding each system's jobs and measurements, imported once Django is set up.
 SYSTEM_MODULES = {
@@ -42,8 +46,6 @@ STOP_GRACE = 15.0
 def configure() -> ModuleType:
     """Set Django up for ``WEFT_COMPARE_SYSTEM`` and import that system's module."""
     os.environ["DJANGO_SETTINGS_MODULE"] = "compare_settings"
-    import django
-
     django.setup()
     return importlib.import_module(SYSTEM_MODULES[os.environ["WEFT_COMPARE_SYSTEM"]])
 
@@ -128,9 +130,6 @@ def drain_timeout(jobs: int) -> float:
 
 def truncate_app(label: str) -> None:
     """Empty the app's tables, so that every measurement starts from the same state."""
-    from django.apps import apps
-    from django.db import connection
-
     tables = [model._meta.db_table for model in apps.get_app_config(label).get_models()]
     with connection.cursor() as cursor:
         cursor.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
@@ -146,61 +145,75 @@ class Drained(NamedTuple):
     per_worker: list[int]
 
 
-def measure_throughput(
-    app_label: str,
-    enqueue: Callable[[], object],
-    command: Sequence[str],
-    drained: Callable[[], Drained],
-    options: dict[str, Any],
-    logs: Path,
-) -> dict[str, Any]:
-    """Enqueue ``options["jobs"]`` no-op jobs one at a time, then drain them.
-
-    ``options["workers"]`` processes of ``command`` drain the queue and exit by
-    themselves. Runs/s counts from the first job starting to the last finishing, as
-    the system recorded them (``drained``); the wall time around the worker processes
-    (their start-up included) is returned beside it.
-    """
-    jobs = options["jobs"]
-    truncate_app(app_label)
-    enqueued_per_second = enqueue_rate(enqueue, jobs)
-    _setup.analyze()
-    begin = time.perf_counter()
-    with Workers(command, options["workers"], logs, options["label"]) as workers:
-        workers.wait(drain_timeout(jobs))
-    wall = time.perf_counter() - begin
-    record = drained()
-    if record.done != jobs:
-        raise RuntimeError(f"{record.done} of {jobs} jobs finished successfully; see {logs}")
-    span = (record.last_finish - record.first_start).total_seconds()
-    return {
-        "enqueue_per_s": enqueued_per_second,
-        "runs_per_s": jobs / span,
-        "drain_s": span,
-        "wall_s": wall,
-        "per_worker": sorted(record.per_worker, reverse=True),
-    }
+#: A measurement: its options and the folder for logs, to a JSON-able result.
+Measurement = Callable[[dict[str, Any], Path], dict[str, Any]]
 
 
-def measure_latency(
-    app_label: str,
-    enqueue: Callable[[str, int], object],
-    command: Sequence[str],
-    options: dict[str, Any],
-    logs: Path,
-) -> dict[str, Any]:
-    """Latency samples (seconds) from an enqueue to its job beginning, one idle worker."""
-    truncate_app(app_label)
-    with stamp_receiver() as receiver, Workers(command, 1, logs, options["label"]) as workers:
-        samples = sample_latency(
-            enqueue,
-            receiver,
-            samples=options["samples"],
-            warmup=options["warmup"],
-            spacing=(options["spacing_min"], options["spacing_max"]),
-            check=workers.check_running,
-        )
-    return {"latency_s": samples}
+@dataclass(frozen=True)
+class JobQueue:
+    """What the throughput and latency measurements need to know of a job system."""
+
+    #: The app whose tables are emptied before each measurement.
+    app_label: str
+    #: Enqueue one no-op job, in a transaction (a commit) of its own.
+    enqueue_noop: Callable[[], object]
+    #: Enqueue one job that calls :func:`send_stamp` with these arguments.
+    enqueue_stamp: Callable[[str, int], object]
+    #: The worker command that drains the queue and exits, for these options.
+    drain_command: Callable[[dict[str, Any]], list[str]]
+    #: The worker command that waits for jobs until it is stopped.
+    idle_command: list[str]
+    #: What the system recorded of the last drain.
+    drained: Callable[[], Drained]
+
+    def measurements(self) -> dict[str, Measurement]:
+        return {"throughput": self.throughput, "latency": self.latency}
+
+    def throughput(self, options: dict[str, Any], logs: Path) -> dict[str, Any]:
+        """Enqueue ``options["jobs"]`` no-op jobs one at a time, then drain them.
+
+        ``options["workers"]`` worker processes drain the queue and exit by themselves.
+        Runs/s counts from the first job starting to the last finishing, as the system
+        recorded them; the wall time around the worker processes (their start-up
+        included) is returned beside it.
+        """
+        jobs = options["jobs"]
+        truncate_app(self.app_label)
+        enqueued_per_second = enqueue_rate(self.enqueue_noop, jobs)
+        _setup.analyze()
+        begin = time.perf_counter()
+        command = self.drain_command(options)
+        with Workers(command, options["workers"], logs, options["label"]) as workers:
+            workers.wait(drain_timeout(jobs))
+        wall = time.perf_counter() - begin
+        record = self.drained()
+        if record.done != jobs:
+            raise RuntimeError(f"{record.done} of {jobs} jobs finished successfully; see {logs}")
+        span = (record.last_finish - record.first_start).total_seconds()
+        return {
+            "enqueue_per_s": enqueued_per_second,
+            "runs_per_s": jobs / span,
+            "drain_s": span,
+            "wall_s": wall,
+            "per_worker": sorted(record.per_worker, reverse=True),
+        }
+
+    def latency(self, options: dict[str, Any], logs: Path) -> dict[str, Any]:
+        """Samples (seconds) from an enqueue to its job beginning, on one idle worker."""
+        truncate_app(self.app_label)
+        with (
+            stamp_receiver() as receiver,
+            Workers(self.idle_command, 1, logs, options["label"]) as workers,
+        ):
+            samples = sample_latency(
+                self.enqueue_stamp,
+                receiver,
+                samples=options["samples"],
+                warmup=options["warmup"],
+                spacing=(options["spacing_min"], options["spacing_max"]),
+                check=workers.check_running,
+            )
+        return {"latency_s": samples}
 
 
 def send_stamp(path: str, token: int) -> None:

@@ -175,25 +175,20 @@ def run_repeat(
         f"django-weft, {sizes.due_schedules:,} due one-offs, {sizes.due_workers} runjobs: "
         f"all executed in {fires['executed_s']:.1f} s, {fires['fires_per_s']:,.0f} fires/s"
     )
-    weft = child(
-        "weft",
-        "idle_ticks",
-        "idle-ticks-weft",
-        {"sizes": sizes.weft_tick_sizes, "ticks": sizes.ticks},
-    )
-    results.weft_ticks.append(weft)
-    beat = child(
-        "celery_beat",
-        "idle_ticks",
-        "idle-ticks-celery-beat",
-        {"sizes": sizes.beat_tick_sizes, "ticks": sizes.ticks},
-        PERSISTENT,
-    )
-    results.beat_ticks.append(beat)
-    for name, medians in [*weft.items(), *beat.items()]:
-        say(
-            f"idle {name}, median: "
-            + ", ".join(
-                f"{float(ms) * 1e3:.2f} ms at {int(size):,}" for size, ms in medians.items()
-            )
+    for system, tick_sizes, conn_max_age, per_repeat in (
+        ("weft", sizes.weft_tick_sizes, 0, results.weft_ticks),
+        ("celery_beat", sizes.beat_tick_sizes, PERSISTENT, results.beat_ticks),
+    ):
+        medians = child(
+            system,
+            "idle_ticks",
+            f"idle-ticks-{system}",
+            {"sizes": tick_sizes, "ticks": sizes.ticks},
+            conn_max_age,
         )
+        per_repeat.append(medians)
+        for name, per_size in medians.items():
+            say(
+                f"{SYSTEM_NAMES[system]} idle {name}, median: "
+                + ", ".join(f"{ms * 1e3:.2f} ms at {int(size):,}" for size, ms in per_size.items())
+            )

@@ -9,9 +9,6 @@ Its own timestamps are the ``started`` and ``succeeded`` rows of
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import _setup
 import compare_common
 from django.db.models import Max, Min
@@ -47,25 +44,13 @@ def _worker(*arguments: str) -> list[str]:
     return _setup.manage_command("procrastinate", "worker", *arguments, script="compare_manage.py")
 
 
-def throughput(options: dict[str, Any], logs: Path) -> dict[str, Any]:
-    return compare_common.measure_throughput(
-        APP,
-        noop.defer,
-        _worker("--one-shot", "--concurrency", str(options["concurrency"])),
-        _drained,
-        options,
-        logs,
-    )
-
-
-def latency(options: dict[str, Any], logs: Path) -> dict[str, Any]:
-    return compare_common.measure_latency(
-        APP,
-        lambda socket, token: stamp.defer(socket=socket, token=token),
-        _worker(),
-        options,
-        logs,
-    )
-
-
-MEASUREMENTS = {"throughput": throughput, "latency": latency}
+MEASUREMENTS = compare_common.JobQueue(
+    app_label=APP,
+    enqueue_noop=noop.defer,
+    enqueue_stamp=lambda socket, token: stamp.defer(socket=socket, token=token),
+    drain_command=lambda options: _worker(
+        "--one-shot", "--concurrency", str(options["concurrency"])
+    ),
+    idle_command=_worker(),
+    drained=_drained,
+).measurements()

@@ -8,8 +8,6 @@ default backend; the workers are ``manage.py db_worker`` with its defaults
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
-from typing import Any
 
 import _setup
 import compare_common
@@ -44,25 +42,15 @@ def _drained() -> compare_common.Drained:
     )
 
 
-def throughput(options: dict[str, Any], logs: Path) -> dict[str, Any]:
-    return compare_common.measure_throughput(
-        APP,
-        noop.enqueue,
-        _setup.manage_command("db_worker", "--batch", script="compare_manage.py"),
-        _drained,
-        options,
-        logs,
-    )
+def _worker(*arguments: str) -> list[str]:
+    return _setup.manage_command("db_worker", *arguments, script="compare_manage.py")
 
 
-def latency(options: dict[str, Any], logs: Path) -> dict[str, Any]:
-    return compare_common.measure_latency(
-        APP,
-        stamp.enqueue,
-        _setup.manage_command("db_worker", script="compare_manage.py"),
-        options,
-        logs,
-    )
-
-
-MEASUREMENTS = {"throughput": throughput, "latency": latency}
+MEASUREMENTS = compare_common.JobQueue(
+    app_label=APP,
+    enqueue_noop=noop.enqueue,
+    enqueue_stamp=stamp.enqueue,
+    drain_command=lambda options: _worker("--batch"),
+    idle_command=_worker(),
+    drained=_drained,
+).measurements()

@@ -52,25 +52,8 @@ def _drained() -> compare_common.Drained:
     )
 
 
-def throughput(options: dict[str, Any], logs: Path) -> dict[str, Any]:
-    return compare_common.measure_throughput(
-        APP,
-        noop.start,
-        _setup.manage_command("runjobs", "--once", "--no-schedules", script="compare_manage.py"),
-        _drained,
-        options,
-        logs,
-    )
-
-
-def latency(options: dict[str, Any], logs: Path) -> dict[str, Any]:
-    return compare_common.measure_latency(
-        APP,
-        lambda path, token: stamp.start({"socket": path, "token": token}),
-        _setup.manage_command("runjobs", "--no-schedules", script="compare_manage.py"),
-        options,
-        logs,
-    )
+def _runjobs(*arguments: str) -> list[str]:
+    return _setup.manage_command("runjobs", *arguments, script="compare_manage.py")
 
 
 def due_fires(options: dict[str, Any], logs: Path) -> dict[str, Any]:
@@ -91,8 +74,7 @@ def due_fires(options: dict[str, Any], logs: Path) -> dict[str, Any]:
     _setup.analyze()
     timeout = compare_common.drain_timeout(count)
     begin = time.perf_counter()
-    command = _setup.manage_command("runjobs", script="compare_manage.py")
-    with compare_common.Workers(command, options["workers"], logs, options["label"]) as workers:
+    with compare_common.Workers(_runjobs(), options["workers"], logs, options["label"]) as workers:
         while Run.objects.finished().count() < count:
             workers.check_running()
             if time.perf_counter() - begin > timeout:
@@ -105,9 +87,14 @@ def due_fires(options: dict[str, Any], logs: Path) -> dict[str, Any]:
     span = Run.objects.aggregate(
         first=Min("created_at"), last_fire=Max("created_at"), last_finish=Max("finished_at")
     )
+    # created_at is the moment the tick that fired the run began: the span misses the
+    # last firing tick's own time, which is small against thousands of fires.
+    firing = (span["last_fire"] - span["first"]).total_seconds()
+    if firing <= 0:
+        raise RuntimeError(f"all {count} schedules fired in one tick: too few to time")
     return {
         "executed_s": (span["last_finish"] - span["first"]).total_seconds(),
-        "fires_per_s": count / (span["last_fire"] - span["first"]).total_seconds(),
+        "fires_per_s": count / firing,
         "wall_s": wall,
     }
 
@@ -151,8 +138,14 @@ def idle_ticks(options: dict[str, Any], logs: Path) -> dict[str, Any]:
 
 
 MEASUREMENTS = {
-    "throughput": throughput,
-    "latency": latency,
+    **compare_common.JobQueue(
+        app_label=APP,
+        enqueue_noop=noop.start,
+        enqueue_stamp=lambda socket, token: stamp.start({"socket": socket, "token": token}),
+        drain_command=lambda options: _runjobs("--once", "--no-schedules"),
+        idle_command=_runjobs("--no-schedules"),
+        drained=_drained,
+    ).measurements(),
     "due_fires": due_fires,
     "idle_ticks": idle_ticks,
 }
