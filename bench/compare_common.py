@@ -2,10 +2,12 @@
 
 A measurement runs in a child process configured (``configure``) for one system; it
 starts that system's workers as subprocesses of ``compare_manage.py``
-(:class:`Workers`), times enqueues one call at a time, times ticks, and samples the
-latency from an enqueue to the job's first line through :class:`StampReceiver`: the
-job sends ``time.time()`` to a UNIX datagram socket, so that waiting for it costs the
-benchmark no CPU (polling a file would take a core from the worker it measures).
+(:class:`Workers`). The job queues (all but django-celery-beat) share their
+throughput and latency measurements (:class:`JobQueue`): enqueues are timed one call
+at a time, and the latency from an enqueue to the job's first line comes through
+:class:`StampReceiver`: the job sends ``time.time()`` to a UNIX datagram socket, so
+that waiting for it costs the benchmark no CPU (polling a file would take a core from
+the worker it measures).
 """
 
 from __future__ import annotations
