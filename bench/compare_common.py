@@ -55,14 +55,14 @@ def configure() -> ModuleType:
 class Workers:
     """Worker subprocesses, each logging to a file; stopped (or killed) on leaving.
 
-    ``with Workers(command, count, logs) as workers:`` starts ``count`` copies of
-    ``command``; leaving the block stops those still running with SIGTERM, then
-    SIGKILL after :data:`STOP_GRACE`, so that no worker outlives its measurement.
+    ``with Workers(command, count, logs, name) as workers:`` starts ``count`` copies of
+    ``command``, logging to ``logs/<name>-<n>.log``; leaving the block stops those
+    still running with SIGTERM, then SIGKILL after :data:`STOP_GRACE`, so that no
+    worker outlives its measurement.
     """
 
     def __init__(self, command: Sequence[str], count: int, logs: Path, name: str) -> None:
         self.command = list(command)
-        self.count = count
         self.logs = [logs / f"{name}-{index}.log" for index in range(count)]
         self.processes: list[subprocess.Popen[bytes]] = []
 
