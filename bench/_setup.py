@@ -17,9 +17,11 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TypedDict
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -66,8 +68,8 @@ def setup(
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    print_machine()
-    atexit.register(lambda: print(f"\nat the end: {_load()}"))
+    _print_django_machine()
+    atexit.register(print_load_at_end)
     return options
 
 
@@ -94,27 +96,37 @@ def _create_sqlite() -> None:
     atexit.register(remove)
 
 
-def _pg_admin_connection():  # type: ignore[no-untyped-def]
-    import psycopg
+class PgServer(TypedDict):
+    host: str
+    port: str
+    user: str
 
-    return psycopg.connect(
+
+def pg_server() -> PgServer:
+    """The PostgreSQL server the benchmarks use; ``WEFT_BENCH_PG_*`` change it."""
+    return PgServer(
         host=os.environ.get("WEFT_BENCH_PG_HOST", "127.0.0.1"),
         port=os.environ.get("WEFT_BENCH_PG_PORT", "5432"),
         user=os.environ.get("WEFT_BENCH_PG_USER", "postgres"),
-        dbname=PG_ADMIN_DATABASE,
-        autocommit=True,
     )
+
+
+def pg_admin_connection():  # type: ignore[no-untyped-def]
+    """An autocommit connection to the database that others are created and dropped from."""
+    import psycopg
+
+    return psycopg.connect(**pg_server(), dbname=PG_ADMIN_DATABASE, autocommit=True)
 
 
 def _create_postgres() -> None:
     os.environ["WEFT_BENCH_NAME"] = PG_DATABASE
-    with _pg_admin_connection() as admin:
+    with pg_admin_connection() as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {PG_DATABASE} WITH (FORCE)")
         admin.execute(f"CREATE DATABASE {PG_DATABASE}")
 
     def drop() -> None:
         _close_connections()
-        with _pg_admin_connection() as admin:
+        with pg_admin_connection() as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {PG_DATABASE} WITH (FORCE)")
 
     atexit.register(drop)
@@ -130,7 +142,7 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def _load() -> str:
+def load_average() -> str:
     """The load average: other work on the machine skews every figure."""
     try:
         one, five, fifteen = os.getloadavg()
@@ -139,7 +151,25 @@ def _load() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
-def print_machine() -> None:
+def print_load_at_end() -> None:
+    print(f"\nat the end: {load_average()}")
+
+
+def print_machine(software: str, database: str) -> None:
+    """Print the machine, the Python and ``software`` on it, and ``database``.
+
+    ``software`` names what is measured beside Python (Django, other packages);
+    every benchmark prints these lines first, so figures can be told apart by machine.
+    """
+    system = f"{platform.system()} {platform.release()}"
+    print(f"machine:  {_cpu_model()}, {os.cpu_count()} cores, {system}, {load_average()}")
+    print(f"python:   {platform.python_version()}, {software}")
+    print(f"database: {database}")
+    print()
+
+
+def _print_django_machine() -> None:
+    """The machine lines for a benchmark of the configured Django database."""
     import django
     from django.conf import settings
     from django.db import connection
@@ -157,11 +187,9 @@ def print_machine() -> None:
             f"SQLite {sqlite3.sqlite_version} (file {settings.DATABASES['default']['NAME']}, "
             f"transaction_mode {options['transaction_mode']})"
         )
-    system = f"{platform.system()} {platform.release()}"
-    print(f"machine:  {_cpu_model()}, {os.cpu_count()} cores, {system}, {_load()}")
-    print(f"python:   {platform.python_version()}, Django {django.get_version()}")
-    print(f"database: {database}, CONN_MAX_AGE {settings.CONN_MAX_AGE}")
-    print()
+    print_machine(
+        f"Django {django.get_version()}", f"{database}, CONN_MAX_AGE {settings.CONN_MAX_AGE}"
+    )
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -179,6 +207,24 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
+def time_idle_ticks(tick: Callable[[], object], count: int, warmup: int = 10) -> list[float]:
+    """Seconds each of ``count`` calls of ``tick`` took, after ``warmup`` untimed ones.
+
+    ``tick`` returns whether it did work; an idle tick must not, or what is timed is
+    not the idle cost.
+    """
+    for _ in range(warmup):  # the connection, statement caches
+        tick()
+    samples = []
+    for _ in range(count):
+        begin = time.perf_counter()
+        did = tick()
+        samples.append(time.perf_counter() - begin)
+        if did:
+            raise RuntimeError("an idle tick did work")
+    return samples
+
+
 def analyze() -> None:
     """Refresh the planner statistics on PostgreSQL (after bulk loads); a no-op on SQLite."""
     from django.db import connection
@@ -188,13 +234,25 @@ def analyze() -> None:
             cursor.execute("ANALYZE")
 
 
-def manage_command(*arguments: str) -> list[str]:
-    """The command line of ``bench/manage.py`` with ``arguments``, on this interpreter."""
-    return [sys.executable, str(REPO / "bench" / "manage.py"), *arguments]
+def manage_command(*arguments: str, script: str = "manage.py") -> list[str]:
+    """The command line of ``bench/<script>`` with ``arguments``, on this interpreter."""
+    return [sys.executable, str(REPO / "bench" / script), *arguments]
 
 
 def load_hourly_schedules(prefix: str, dues: Sequence[datetime]) -> None:
-    """Bulk-load armed, enabled hourly ``bench.noop`` schedules, one per due moment.
+    """Bulk-load armed, enabled hourly ``bench.noop`` schedules, one per due moment."""
+    _load_schedules(prefix, dues, lambda due: {"every": timedelta(hours=1)})
+
+
+def load_one_off_schedules(prefix: str, moments: Sequence[datetime]) -> None:
+    """Bulk-load armed, enabled one-off ``bench.noop`` schedules, one ``at`` each moment."""
+    _load_schedules(prefix, moments, lambda moment: {"at": moment})
+
+
+def _load_schedules(
+    prefix: str, dues: Sequence[datetime], plan: Callable[[datetime], dict[str, object]]
+) -> None:
+    """Bulk-load armed, enabled ``bench.noop`` schedules, one per due moment.
 
     ``bulk_create`` skips ``save()`` (and its validation), which is what makes loading
     100,000 rows quick; the rows are as the scheduler would have armed them.
@@ -206,10 +264,10 @@ def load_hourly_schedules(prefix: str, dues: Sequence[datetime]) -> None:
             Schedule(
                 name=f"{prefix}-{index:06d}",
                 job="bench.noop",
-                every=timedelta(hours=1),
                 armed=True,
                 enabled=True,
                 next_due=due,
+                **plan(due),  # type: ignore[arg-type]
             )
             for index, due in enumerate(dues)
         ],

@@ -26,6 +26,7 @@ def main() -> None:
     )
     from django.utils import timezone
 
+    from django_weft.changes import Changes
     from django_weft.conf import weft_settings
     from django_weft.models import Run, Schedule
     from django_weft.scheduler import Scheduler
@@ -52,7 +53,7 @@ def main() -> None:
         begin = time.perf_counter()
         while True:
             ticks += 1
-            if not scheduler.tick(now):
+            if not scheduler.tick(now, Changes()):
                 break
         seconds = time.perf_counter() - begin
 

@@ -30,6 +30,7 @@ def main() -> None:
     from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
+    from django_weft.changes import Changes
     from django_weft.models import Schedule
     from django_weft.scheduler import Scheduler
     from django_weft.worker import Worker
@@ -39,18 +40,6 @@ def main() -> None:
     scheduler = Scheduler()
     worker = Worker(executor="django_weft.executors.InlineExecutor", concurrency=4)
     worker.start()
-
-    def time_ticks(tick: object) -> list[float]:
-        assert callable(tick)
-        for _ in range(10):  # warm-up: connection, statement caches
-            tick()
-        samples = []
-        for _ in range(options.ticks):
-            begin = time.perf_counter()
-            did = tick()
-            samples.append(time.perf_counter() - begin)
-            assert not did, "an idle tick did work"
-        return samples
 
     results: dict[int, dict[str, list[float]]] = {}
     queries: dict[str, int] = {}
@@ -70,8 +59,10 @@ def main() -> None:
         assert Schedule.objects.count() == size
 
         results[size] = {
-            "Scheduler.tick": time_ticks(lambda: scheduler.tick(timezone.now())),
-            "Worker.tick": time_ticks(worker.tick),
+            "Scheduler.tick": _setup.time_idle_ticks(
+                lambda: scheduler.tick(timezone.now(), Changes()), options.ticks
+            ),
+            "Worker.tick": _setup.time_idle_ticks(worker.tick, options.ticks),
         }
         for what, samples in results[size].items():
             print(
@@ -80,7 +71,7 @@ def main() -> None:
                 f"{sum(samples) / len(samples) * 1e3:>8.3f} {load_seconds:>8.1f}"
             )
         with CaptureQueriesContext(connection) as captured:
-            scheduler.tick(timezone.now())
+            scheduler.tick(timezone.now(), Changes())
         queries["Scheduler.tick"] = len(captured)
         with CaptureQueriesContext(connection) as captured:
             worker.tick()
