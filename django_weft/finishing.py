@@ -129,7 +129,7 @@ def finish_plain(reports: Sequence[AttemptReport], *, now: datetime, changes: Ch
             changes.run(run.pk)
         transaction.on_commit(partial(_announce_all, recorded))
     for run in recorded:
-        logger.info("finished %s run %s: %s", run.job, run.pk, run.status)
+        logger.debug("finished %s run %s: %s", run.job, run.pk, run.status)
     return len(recorded)
 
 
@@ -287,7 +287,7 @@ def finish(
             record_on_schedule(run, now, changes)
         changes.run(run.pk)
         transaction.on_commit(lambda: _announce(run))
-    logger.info("finished %s run %s: %s", run.job, run.pk, run.status)
+    logger.debug("finished %s run %s: %s", run.job, run.pk, run.status)
     return run
 
 

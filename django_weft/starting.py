@@ -146,7 +146,7 @@ def _insert(
         if key is None or (existing := _run_for_key(job, key, stored, given)) is None:
             raise
         return existing, False
-    logger.info("started %s run %s", job.name, run.pk)
+    logger.debug("started %s run %s", job.name, run.pk)
     return run, True
 
 
@@ -229,7 +229,7 @@ def insert_runs_in_bulk(runs: Sequence[Run]) -> set[uuid.UUID]:
             inserted.update(pk.to_python(value) for (value,) in cursor.fetchall())
     for run in runs:
         if run.pk in inserted:
-            logger.info("started %s run %s", run.job, run.pk)
+            logger.debug("started %s run %s", run.job, run.pk)
     return inserted
 
 
