@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 
 from django_weft import live
 from django_weft.changes import Changes
@@ -441,38 +441,41 @@ class Worker:
         self._deliver(None, lost)
 
     def _record_reports(self, now: datetime) -> bool:
-        """Record the reports of ended attempts; keep them through an outage.
+        """Record the reports of ended attempts, all in one transaction per round.
 
-        The plain ones (no hook, schedule or retry) share one transaction; each of the
-        others is its own, oldest first. A report leaves the queue only once recorded
-        (or discarded), so a database error keeps it for the next round.
+        The plain ones (no hook, schedule or retry) are one statement each; the others
+        each take the full finish (hook, schedule, retry) in a savepoint of their own. A
+        report leaves the queue only once that transaction has committed, so a database
+        error keeps every one of them for the next round.
         """
         with self._reports_lock:
             waiting = list(self._reports)
+        if not waiting:
+            return False
         plain = [
             entry
             for entry in waiting
             if entry[0] is not None and not entry[0].given_up and is_plain(entry[1])
         ]
-        if plain:
-            finish_plain([report for _, report in plain], now=now, changes=self._changes)
-            self._done_with(plain)
         finished = {id(entry) for entry in plain}
-        for entry in waiting:
-            if id(entry) in finished:
-                continue
-            execution, report = entry
-            if execution is not None and execution.given_up:
-                logger.warning(
-                    "late outcome of %s run %s (%s) discarded: the run was given up on",
-                    report.job,
-                    report.run_id,
-                    report.status,
-                )
-            else:
-                self._record(report, now)
-            self._done_with([entry])
-        return bool(waiting)
+        with transaction.atomic():
+            if plain:
+                finish_plain([report for _, report in plain], now=now, changes=self._changes)
+            for entry in waiting:
+                if id(entry) in finished:
+                    continue
+                execution, report = entry
+                if execution is not None and execution.given_up:
+                    logger.warning(
+                        "late outcome of %s run %s (%s) discarded: the run was given up on",
+                        report.job,
+                        report.run_id,
+                        report.status,
+                    )
+                else:
+                    self._record(report, now)
+        self._done_with(waiting)
+        return True
 
     def _done_with(self, entries: list[tuple[Execution | None, AttemptReport]]) -> None:
         done = {id(entry) for entry in entries}
