@@ -184,8 +184,11 @@ async def test_consumer_owner_sees_output_guest_sees_phase(
     phases = [
         f["run"]["phase"] for f in theirs.seen if f["type"] == "run" and f["run"]["id"] == run_id
     ]
-    assert phases[0] == "queued"
+    # Each publish reads the run as it is when its transaction commits: a worker woken by
+    # the start may claim the run before the start's publish reads it, so "queued" can
+    # be skipped. The claim's own publish reads it before the run executes.
     assert "running" in phases
+    assert set(phases) <= {"queued", "running", "done"}
     assert not [f for f in theirs.seen if f["type"] == "state"], "a guest never gets output"
     assert set(finished["run"]) == set(projections.GUEST_RUN_KEYS)
     assert not set(finished["run"]) & {"state", "result", "error_message", "idempotency_key"}
