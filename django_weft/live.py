@@ -29,7 +29,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from django_weft import projections
 from django_weft.changes import Changes
@@ -97,6 +97,21 @@ def _listening_layer() -> BaseChannelLayer | None:
 
 
 def _publish(run_ids: list[uuid.UUID], document_ids: list[int]) -> None:
+    """Read the rows and send their views; never raises into the code that made them.
+
+    The change has committed whatever happens here: a database that fails right after
+    (a restart) or a layer that is down costs the watchers this message, not the caller
+    its work; a socket's next snapshot has the rows as they are.
+    """
+    try:
+        _publish_rows(run_ids, document_ids)
+    except DatabaseError as error:
+        logger.debug("could not read what to publish: %s", error)
+    except Exception:
+        logger.exception("could not publish a change to the live views")
+
+
+def _publish_rows(run_ids: list[uuid.UUID], document_ids: list[int]) -> None:
     if _listening_layer() is None:
         return
     messages: list[Message] = []

@@ -19,6 +19,9 @@ from django_weft.outages import Outage
 logger = logging.getLogger("django_weft.notify")
 
 CHANNEL = "django_weft"
+#: How often the listener looks whether it was stopped, in seconds: what a worker's close
+#: waits for it at most.
+STOP_CHECK = 0.1
 
 
 def can_listen() -> bool:
@@ -54,7 +57,7 @@ class Listener(threading.Thread):
                 self.on_notify("")
             self.ready.set()
             while not self._stop_event.is_set():
-                for notice in raw.notifies(timeout=0.5):
+                for notice in raw.notifies(timeout=STOP_CHECK):
                     self.on_notify(notice.payload)
         finally:
             raw.close()
