@@ -256,6 +256,8 @@ def test_packaging_wheel_in_a_new_project(
     assert schedule, "README.md's schedule block is not found"
     started = manage(
         "shell",
+        "-v",
+        "0",  # Django 5.2+ says what it imported on its own otherwise
         "-c",
         schedule.group(1) + "from yourapp.jobs import digest\nprint(digest.start().pk)\n",
     ).strip()
@@ -265,6 +267,8 @@ def test_packaging_wheel_in_a_new_project(
     manage("runjobs", "--once")
     outcome = manage(
         "shell",
+        "-v",
+        "0",
         "-c",
         "from django_weft.models import Run\n"
         f"run = Run.objects.get(pk='{started}')\n"
