@@ -246,52 +246,46 @@ def test_refusal_http_address_not_of_this_host() -> None:
 
 
 @pytest.mark.parametrize(
-    ("options", "message"),
+    ("name", "options", "message"),
     [
         pytest.param(
+            "runjobs",
             {"health_file": "/nonexistent/weft/health"},
             '--health-file: "/nonexistent/weft/health": the folder /nonexistent/weft does not '
             "exist",
-            id="health-file",
+            id="runjobs-health-file",
         ),
         pytest.param(
+            "runjobs",
             {"plan": timedelta(0)},
             "--plan: a preview period must be positive, not 0:00:00",
-            id="plan-timedelta",
+            id="runjobs-plan-timedelta",
         ),
-    ],
-)
-def test_refusal_runjobs_keyword(options: dict[str, object], message: str) -> None:
-    """Keywords the command line cannot give are refused like flags, naming the flag."""
-    with pytest.raises(CommandError) as caught:
-        command("runjobs", **options)
-    assert str(caught.value) == message
-    assert WorkerProcess.objects.count() == 0
-
-
-@pytest.mark.parametrize(
-    ("options", "message"),
-    [
         pytest.param(
+            "prunejobs",
             {"older_than": "30d", "batch_size": 0},
             "--batch-size: must be at least 1, not 0",
-            id="batch-size-zero",
+            id="prunejobs-batch-size-zero",
         ),
         pytest.param(
+            "prunejobs",
             {"older_than": "30d", "batch_size": "many"},
             '--batch-size: "many" is not a whole number',
-            id="batch-size-text",
+            id="prunejobs-batch-size-text",
         ),
         pytest.param(
+            "prunejobs",
             {"older_than": timedelta(days=30)},
             'Error: argument --older-than: "30 days, 0:00:00" is not a duration; use a number '
             "and a unit, e.g. 36h, 7d, 1d12h",
-            id="older-than-timedelta",
+            id="prunejobs-older-than-timedelta",
         ),
     ],
 )
-def test_refusal_prunejobs_keyword(options: dict[str, object], message: str) -> None:
-    """prunejobs' keywords go through the flags' types: a bad one is a CommandError."""
+def test_refusal_keyword(name: str, options: dict[str, object], message: str) -> None:
+    """call_command() keywords go through the flags' types: a bad one is the CommandError
+    the flag gives, naming it, and nothing runs."""
     with pytest.raises(CommandError) as caught:
-        command("prunejobs", **options)
+        command(name, **options)
     assert str(caught.value) == message
+    assert WorkerProcess.objects.count() == 0
