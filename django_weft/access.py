@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from django_weft.conf import weft_settings
+from django_weft.loading import import_setting
+
 VIEW_RUN = "django_weft.view_run"
 ADD_RUN = "django_weft.add_run"
 CHANGE_RUN = "django_weft.change_run"
@@ -24,6 +27,7 @@ VIEW_SCHEDULE = "django_weft.view_schedule"
 ADD_SCHEDULE = "django_weft.add_schedule"
 CHANGE_SCHEDULE = "django_weft.change_schedule"
 DELETE_SCHEDULE = "django_weft.delete_schedule"
+PAUSE_QUEUE = "django_weft.pause_queue"
 
 
 class User(Protocol):
@@ -79,3 +83,15 @@ def may_start_runs(user: User) -> bool:
 
 def may_abort_run(user: User, run: Owned) -> bool:
     return may(user, CHANGE_RUN, run)
+
+
+def document_access(user: Any, key: str) -> bool:
+    """The default ``WEFT_DOCUMENT_ACCESS``: ``view_document`` watches any document."""
+    return bool(user.is_authenticated and user.has_perm("django_weft.view_document"))
+
+
+def may_watch_document(user: Any, key: str) -> bool:
+    """Whether ``user`` may watch ``key``; run state comes with runs, never on its own."""
+    if key.startswith("run:"):
+        return False
+    return bool(import_setting(weft_settings.DOCUMENT_ACCESS)(user, key))

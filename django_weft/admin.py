@@ -9,19 +9,19 @@ from zoneinfo import ZoneInfo
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
+from django_weft import access, operations, projections
 from django_weft.clocks import load_clock
 from django_weft.cron import CronError, Fire
-from django_weft.exceptions import WeftError
 from django_weft.models import Document, Module, ModuleRevision, Run, Schedule, WorkerProcess
 from django_weft.models.run import UNFINISHED
 from django_weft.models.schedule import SCHEDULER_FIELDS
-from django_weft.runs import abort
 from django_weft.sandbox.modules import grant_errors, save_module, source_errors
-from django_weft.scheduler import run_now
+from django_weft.schedules import validate_job_args
 
 if TYPE_CHECKING:
     ScheduleAdminBase = admin.ModelAdmin[Schedule]
@@ -34,6 +34,37 @@ else:
 
 #: How many upcoming fires the change page lists.
 NEXT_FIRES = 10
+
+
+if TYPE_CHECKING:
+    ScheduleFormBase = forms.ModelForm[Schedule]
+else:
+    ScheduleFormBase = forms.ModelForm
+
+
+class ScheduleForm(ScheduleFormBase):
+    """Refuses what the deployed code cannot run: an unknown job, args that fail its
+    serializer (the model itself checks the plan)."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned: dict[str, Any] = super().clean() or {}
+        if "job" in cleaned:
+            try:
+                cleaned["args"] = validate_job_args(cleaned["job"], cleaned.get("args"))
+            except ValidationError as error:
+                for field, messages in error.message_dict.items():
+                    self.add_error(field if field in self.fields else None, messages)
+        return cleaned
+
+
+def _act(admin_page: admin.ModelAdmin[Any], request: HttpRequest, what: str, work: Any) -> Any:
+    """Run ``work()`` (an operation); a refusal becomes an error message, not a 500."""
+    try:
+        return work()
+    except operations.REFUSALS as error:
+        _, message, _ = operations.describe_refusal(error)
+        admin_page.message_user(request, f"{what}: {message}", messages.ERROR)
+        return None
 
 
 @admin.register(Schedule)
@@ -52,7 +83,12 @@ class ScheduleAdmin(ScheduleAdminBase):
     list_filter = ["enabled", "last_status", "job"]
     search_fields = ["name", "job"]
     actions = ["run_now_action", "enable_action", "disable_action"]
-    readonly_fields = ["next_fires", *sorted(SCHEDULER_FIELDS - {"armed", "buffered_due"})]
+    form = ScheduleForm
+    readonly_fields = [
+        "owner",
+        "next_fires",
+        *sorted(SCHEDULER_FIELDS - {"armed", "buffered_due"}),
+    ]
     fieldsets = [
         (None, {"fields": ["name", "job", "args", "enabled", "owner"]}),
         ("When", {"fields": ["cron", "timezone", "every", "at", "next_fires"]}),
@@ -119,25 +155,71 @@ class ScheduleAdmin(ScheduleAdminBase):
             ),
         )
 
-    @admin.action(description="Run selected schedules now")
+    def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
+        """Through the service layer: who may write, and who the schedule runs as."""
+        if change:
+            changed = {name: form.cleaned_data[name] for name in form.changed_data}
+            stored = Schedule.objects.get(pk=obj.pk)
+            _act(
+                self,
+                request,
+                str(obj),
+                lambda: operations.edit_schedule_for(request.user, stored, changed),
+            )
+            return
+        fields = {name: form.cleaned_data[name] for name in form.cleaned_data}
+        created = _act(
+            self, request, str(obj), lambda: operations.create_schedule_for(request.user, fields)
+        )
+        if created is not None:
+            obj.pk = created.pk
+
+    def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
+        _act(self, request, str(obj), lambda: operations.delete_schedule_for(request.user, obj))
+
+    def has_change_permission(self, request: HttpRequest, obj: Schedule | None = None) -> bool:
+        # A schedule's owner changes it without the model permission, as the API allows.
+        return (
+            obj is not None and access.owns(request.user, obj)
+        ) or super().has_change_permission(request, obj)
+
+    def has_run_permission(self, request: HttpRequest) -> bool:
+        """*Run now* starts runs: the action shows to those who may start runs."""
+        return access.may_start_runs(request.user)
+
+    @admin.action(description="Run selected schedules now", permissions=["run"])
     def run_now_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         for schedule in queryset:
-            try:
-                run = run_now(schedule)
-            except WeftError as error:
-                self.message_user(request, f"{schedule}: {error}", messages.ERROR)
-            else:
+            run = _act(
+                self,
+                request,
+                str(schedule),
+                lambda s=schedule: operations.run_now_for(request.user, s),
+            )
+            if run is not None:
                 self.message_user(request, f"{schedule}: started run {run.pk}", messages.SUCCESS)
 
-    @admin.action(description="Enable selected schedules")
+    @admin.action(description="Enable selected schedules", permissions=["change"])
     def enable_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
-        count = Schedule.objects.filter(pk__in=queryset.values("pk")).enable()
-        self.message_user(request, f"Enabled {count} schedule(s); they fire from now on.")
+        count = _act(
+            self,
+            request,
+            "enable",
+            lambda: operations.set_enabled_for(request.user, queryset, enabled=True),
+        )
+        if count is not None:
+            self.message_user(request, f"Enabled {count} schedule(s); they fire from now on.")
 
-    @admin.action(description="Disable selected schedules")
+    @admin.action(description="Disable selected schedules", permissions=["change"])
     def disable_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
-        count = queryset.filter(enabled=True).update(enabled=False)
-        self.message_user(request, f"Disabled {count} schedule(s).")
+        count = _act(
+            self,
+            request,
+            "disable",
+            lambda: operations.set_enabled_for(request.user, queryset, enabled=False),
+        )
+        if count is not None:
+            self.message_user(request, f"Disabled {count} schedule(s).")
 
 
 @admin.register(Run)
@@ -159,7 +241,7 @@ class RunAdmin(RunAdminBase):
 
     @admin.display(description="phase")
     def phase(self, run: Run) -> str:
-        return run.phase
+        return projections.phase(run)
 
     @admin.display(description="state")
     def state_data(self, run: Run) -> str:
@@ -171,17 +253,38 @@ class RunAdmin(RunAdminBase):
             json.dumps(run.state.data, indent=2, ensure_ascii=False),
         )
 
-    @admin.action(description="Abort selected runs")
+    def has_abort_permission(self, request: HttpRequest) -> bool:
+        """Anyone signed in may abort their own runs; change_run, anyone's."""
+        return bool(request.user.is_authenticated)
+
+    @admin.action(description="Abort selected runs", permissions=["abort"])
     def abort_action(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        requested = sum(abort(run) for run in queryset.filter(status__in=UNFINISHED))
+        requested = 0
+        for run in queryset.filter(status__in=UNFINISHED):
+            if _act(
+                self, request, f"run {run.pk}", lambda r=run: operations.abort_for(request.user, r)
+            ):
+                requested += 1
         self.message_user(request, f"Abort requested for {requested} run(s).")
 
 
 @admin.register(Document)
 class DocumentAdmin(DocumentAdminBase):
+    """Documents are read here, never written: a change goes through the document API,
+    one revision at a time, so that no newer revision is overwritten and every watcher
+    hears it."""
+
     list_display = ["key", "schema", "version", "revision", "updated_at"]
     search_fields = ["key", "schema"]
-    readonly_fields = ["revision", "updated_at"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Document | None = None) -> list[str]:
+        return [field.name for field in Document._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Document | None = None) -> bool:
+        return False
 
 
 @admin.register(WorkerProcess)

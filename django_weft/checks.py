@@ -102,7 +102,12 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
 
 def _check_live_settings() -> list[CheckMessage]:
     messages: list[CheckMessage] = []
-    for name, least in (("WEFT_LIVE_RECENT_RUNS", 0), ("WEFT_LIVE_MAX_FRAME", 1)):
+    for name, least in (
+        ("WEFT_LIVE_RECENT_RUNS", 0),
+        ("WEFT_LIVE_MAX_FRAME", 1),
+        ("WEFT_LIVE_SNAPSHOT_LIMIT", 1),
+        ("WEFT_LIVE_MAX_SUBSCRIPTIONS", 1),
+    ):
         value = weft_settings._get(name)
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
             messages.append(
@@ -153,6 +158,24 @@ def _check_prune_settings() -> list[CheckMessage]:
             )
         )
     return messages
+
+
+@register(deploy=True)
+def check_live_origins(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """The live socket trusts pages whose host is allowed: ``*`` allows every site's."""
+    if "*" not in settings.ALLOWED_HOSTS:
+        return []
+    return [
+        Warning(
+            'ALLOWED_HOSTS contains "*", so the live socket accepts a handshake from a page '
+            "of any site, which then reads the signed-in user's runs.",
+            hint="List your hosts in ALLOWED_HOSTS, or the sites that may open the socket "
+            "in CSRF_TRUSTED_ORIGINS.",
+            id="django_weft.W002",
+        )
+    ]
 
 
 @register(deploy=False)

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from django.db import connection
 
-from django_weft import live, sql
-from django_weft.models import Run, RunStatus, WorkerProcess
+from django_weft import sql
+from django_weft.models import PausedQueue, Run, RunStatus, WorkerProcess
 
 if TYPE_CHECKING:
     from django_weft.jobs import Job
@@ -45,7 +45,7 @@ def claim(
 
     Only runs whose (job, version) is in ``deployed`` (see :func:`deployed_pairs`) are
     taken, the others being blocked here; a run waiting for a retry is not taken before
-    its ``retry_at``.
+    its ``retry_at``, nor a run of a paused queue.
     """
     if not deployed or limit < 1:
         return []
@@ -60,13 +60,10 @@ def claim(
     setting = [sql.prep(Run, "worker", worker.pk), sql.prep(Run, "started_at", now)]
     # The pick comes first in PostgreSQL's statement (a CTE), last in SQLite's.
     params = [*picking, *setting] if connection.vendor == "postgresql" else [*setting, *picking]
-    claimed = sorted(
+    return sorted(
         Run.objects.raw(statement, params),
         key=lambda run: (-run.priority, run.created_at, run.due or run.created_at),
     )
-    for run in claimed:
-        live.run_changed(run.pk)
-    return claimed
 
 
 @cache
@@ -85,6 +82,8 @@ def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
         f"WHERE {column('status')} = '{RunStatus.QUEUED}' "
         f"AND ({column('job')}, {column('job_version')}) IN (VALUES {pairs}){queue_filter} "
         f"AND ({column('retry_at')} IS NULL OR {column('retry_at')} <= %s) "
+        f"AND {column('queue')} NOT IN (SELECT {sql.column(PausedQueue, 'queue')} "
+        f"FROM {sql.table(PausedQueue)}) "
         f"ORDER BY {column('priority')} DESC, {column('created_at')}, {column('due')} LIMIT %s"
     )
     if vendor == "postgresql":

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from django_weft.worker import Worker
 
 
+class ClockPaused(Exception):
+    """Raised by a driven clock's ``sleep_until`` to hand control back to ``advance()``."""
+
+
 class Clock:
     """The interface every clock implements."""
 

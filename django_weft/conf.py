@@ -29,8 +29,10 @@ class WeftSettings:
         "WEFT_ABORT_POLL_INTERVAL": 0.2,
         "WEFT_LIVE_RECENT_RUNS": 20,
         "WEFT_LIVE_MAX_FRAME": 64 * 1024,
+        "WEFT_LIVE_SNAPSHOT_LIMIT": 100,
+        "WEFT_LIVE_MAX_SUBSCRIPTIONS": 50,
         "WEFT_LIVE_ALLOW_ANONYMOUS": False,
-        "WEFT_DOCUMENT_ACCESS": "django_weft.live.document_access",
+        "WEFT_DOCUMENT_ACCESS": "django_weft.access.document_access",
         "WEFT_TIMEOUT_GRACE": 30.0,
         "WEFT_PRUNE_AFTER": None,
         "WEFT_PRUNE_INTERVAL": timedelta(hours=1),
@@ -123,6 +125,16 @@ class WeftSettings:
     def LIVE_MAX_FRAME(self) -> int:
         """Largest frame in characters a live socket accepts from a client."""
         return int(self._get("WEFT_LIVE_MAX_FRAME"))
+
+    @property
+    def LIVE_SNAPSHOT_LIMIT(self) -> int:
+        """Most unfinished runs a snapshot (or a page of them) holds."""
+        return int(self._get("WEFT_LIVE_SNAPSHOT_LIMIT"))
+
+    @property
+    def LIVE_MAX_SUBSCRIPTIONS(self) -> int:
+        """Most documents one live socket may watch."""
+        return int(self._get("WEFT_LIVE_MAX_SUBSCRIPTIONS"))
 
     @property
     def LIVE_ALLOW_ANONYMOUS(self) -> bool:

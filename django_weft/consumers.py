@@ -19,40 +19,38 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth.models import AnonymousUser
+from django.db import DatabaseError
 from rest_framework import serializers
 
-from django_weft import access, live
-from django_weft.api.serializers import RunViewSerializer
+from django_weft import access, live, operations, projections
+from django_weft.api.serializers import RunStartSerializer
 from django_weft.conf import weft_settings
-from django_weft.exceptions import (
-    ConcurrencyLimitReached,
-    IdempotencyKeyReused,
-    InvalidArgs,
-    UnknownJob,
-)
-from django_weft.jobs import flatten_errors, registry
+from django_weft.jobs import flatten_errors
 from django_weft.layer_health import LayerWatch, layer_call, raise_if_cancelling, watch_of
 from django_weft.models import Document, Run
 from django_weft.models.run import UNFINISHED
-from django_weft.runs import abort, start
+from django_weft.origins import origin_allowed
 
 logger = logging.getLogger("django_weft.live")
 
 #: The close code of a socket that could not resynchronise after an outage (its
 #: snapshot could not be read): the client should reconnect, as for a server restart.
 CLOSE_RESYNC_FAILED = 4503
+#: The close code of a socket refused as it connects: signed out, or another site's page.
+CLOSE_FORBIDDEN = 4403
 
 
-class StartFrame(serializers.Serializer[Any]):
-    job = serializers.CharField(max_length=200)
-    args = serializers.DictField(required=False, default=dict)
+class StartFrame(RunStartSerializer):
+    """A start over the socket: the API's start, with the request id as its key."""
+
     request_id = serializers.CharField(max_length=150)
 
 
@@ -67,6 +65,13 @@ class SubscribeFrame(serializers.Serializer[Any]):
     )
 
 
+class PageFrame(serializers.Serializer[Any]):
+    """The next page of unfinished runs, after the run ``after`` (a snapshot's ``next``)."""
+
+    after = serializers.UUIDField()
+    request_id = serializers.CharField(max_length=150, required=False)
+
+
 class FrameError(Exception):
     """A request the socket refuses: becomes an ``error`` frame."""
 
@@ -79,7 +84,12 @@ class FrameError(Exception):
 class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     """``ws/weft/runs/``: runs as their owner or a guest sees them, live."""
 
-    frames = {"start": StartFrame, "abort": AbortFrame, "subscribe": SubscribeFrame}
+    frames = {
+        "start": StartFrame,
+        "abort": AbortFrame,
+        "subscribe": SubscribeFrame,
+        "page": PageFrame,
+    }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -123,11 +133,17 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def connect(self) -> None:
         user: Any = self.scope.get("user") or AnonymousUser()
+        if not origin_allowed(self.scope):
+            # A page of another site, carrying the user's cookies: cross-site websocket
+            # hijacking. Refused whatever the project's ASGI stack checks.
+            await self.accept()
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
         if not user.is_authenticated and not weft_settings.LIVE_ALLOW_ANONYMOUS:
             # Accept, then close: a refused handshake reaches a browser as a bare
             # failure, a close code says why.
             await self.accept()
-            await self.close(code=4403)
+            await self.close(code=CLOSE_FORBIDDEN)
             return
         live.set_home_loop(asyncio.get_running_loop())
         self.user = user
@@ -229,7 +245,7 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             logger.debug("a live socket task failed", exc_info=task.exception())
 
     async def _send_snapshot(self) -> None:
-        runs = await database_sync_to_async(self._snapshot)()
+        runs, following = await database_sync_to_async(self._snapshot)()
         await self.send_json(
             {
                 "type": "snapshot",
@@ -237,6 +253,8 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 "can_start": self.can_start,
                 "operator": self.operator,
                 "runs": runs,
+                "truncated": following is not None,
+                "next": following,
             }
         )
 
@@ -262,15 +280,22 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 )
             await getattr(self, f"handle_{kind}")(fields.validated_data)
         except FrameError as error:
-            await self.send_json(
-                {
-                    "type": "error",
-                    "code": error.code,
-                    "message": str(error),
-                    "request_id": request_id,
-                }
-                | error.details
-            )
+            await self._send_error(error, request_id)
+        except DatabaseError as error:
+            logger.warning("live socket request refused, the database is unavailable: %s", error)
+            unavailable = FrameError("unavailable", "the database is unavailable; try again")
+            await self._send_error(unavailable, request_id)
+        except Exception:
+            # Whatever a frame did, the socket stays open and the client is told.
+            logger.exception("a live socket frame could not be handled")
+            failed = FrameError("internal", "the request failed; it was logged")
+            await self._send_error(failed, request_id)
+
+    async def _send_error(self, error: FrameError, request_id: str | None) -> None:
+        await self.send_json(
+            {"type": "error", "code": error.code, "message": str(error), "request_id": request_id}
+            | error.details
+        )
 
     @staticmethod
     def _parse(text_data: str | None, bytes_data: bytes | None) -> dict[str, Any]:
@@ -286,6 +311,8 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             frame = json.loads(text_data)
         except json.JSONDecodeError as error:
             raise FrameError("malformed", f"malformed JSON: {error}") from None
+        except RecursionError:
+            raise FrameError("malformed", "JSON nested too deeply") from None
         if not isinstance(frame, dict):
             raise FrameError(
                 "malformed", f"a frame must be a JSON object, not {type(frame).__name__}"
@@ -293,8 +320,6 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         return frame
 
     async def handle_start(self, frame: dict[str, Any]) -> None:
-        if not self.can_start:
-            raise FrameError("forbidden", access.refusal("start runs", access.ADD_RUN))
         run = await database_sync_to_async(self._start)(frame)
         await self.send_json({"type": "started", "request_id": frame["request_id"], "run": run})
 
@@ -308,7 +333,28 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             }
         )
 
+    async def handle_page(self, frame: dict[str, Any]) -> None:
+        runs, following = await database_sync_to_async(self._page)(frame["after"])
+        await self.send_json(
+            {
+                "type": "page",
+                "request_id": frame.get("request_id"),
+                "runs": runs,
+                "truncated": following is not None,
+                "next": following,
+            }
+        )
+
     async def handle_subscribe(self, frame: dict[str, Any]) -> None:
+        keys = list(dict.fromkeys(frame["documents"]))
+        watched = list(dict.fromkeys([*self.documents_watched, *keys]))
+        limit = weft_settings.LIVE_MAX_SUBSCRIPTIONS
+        if len(watched) > limit:
+            raise FrameError(
+                "too_many_subscriptions",
+                f"a socket watches at most {limit} documents; this one would watch {len(watched)}",
+            )
+        frame = {"documents": keys}
         documents = await database_sync_to_async(self._documents)(frame["documents"])
         groups = [
             group
@@ -317,7 +363,7 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         ]
         # Kept even if the layer is down now: they are joined again when it is back.
         self.groups_joined += groups
-        self.documents_watched = list(dict.fromkeys([*self.documents_watched, *frame["documents"]]))
+        self.documents_watched = watched
         await self._join(groups)
         for document in documents:
             await self.send_json({"type": "document", "document": document})
@@ -348,66 +394,84 @@ class RunsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     # -- database work (in a thread) ------------------------------------------------------------
 
     def _permissions(self) -> tuple[bool, bool]:
+        """What the client is told it may do, to draw its buttons; each request is still
+        decided by :mod:`django_weft.operations`."""
         operator = self.user.is_authenticated and self.user.has_perm(access.VIEW_RUN)
         return operator, access.may_start_runs(self.user)
 
-    def _view(self, run: Run) -> dict[str, Any]:
-        return self._views([run])[0]
-
     def _views(self, runs: list[Run]) -> list[dict[str, Any]]:
-        """Each run in the view this user gets, as the API would show it."""
-        views: list[dict[str, Any]] = live.plain(
-            RunViewSerializer(cast(Any, runs), many=True, context={"user": self.user}).data
-        )
-        return views
+        return [projections.run_for(self.user, run) for run in runs]
 
-    def _snapshot(self) -> list[dict[str, Any]]:
-        visible = Run.objects.select_related("owner", "state", "schedule")
-        runs = list(visible.filter(status__in=UNFINISHED))
-        recent = visible.exclude(status__in=UNFINISHED).order_by("-finished_at")
-        runs += list(recent[: weft_settings.LIVE_RECENT_RUNS])
-        return self._views(runs)
+    def _snapshot(self) -> tuple[list[dict[str, Any]], str | None]:
+        """Unfinished runs (newest first, at most a page) and the most recent finished ones.
+
+        Bounded whoever connects: a snapshot with more unfinished runs than a page says
+        ``truncated`` and names the run the next page starts after.
+        """
+        unfinished, following = self._unfinished(None)
+        recent = (
+            _visible_runs()
+            .exclude(status__in=UNFINISHED)
+            .order_by("-finished_at")[: weft_settings.LIVE_RECENT_RUNS]
+        )
+        return self._views([*unfinished, *recent]), following
+
+    def _page(self, after: uuid.UUID) -> tuple[list[dict[str, Any]], str | None]:
+        runs, following = self._unfinished(after)
+        return self._views(runs), following
+
+    @staticmethod
+    def _unfinished(after: uuid.UUID | None) -> tuple[list[Run], str | None]:
+        queued = _visible_runs().filter(status__in=UNFINISHED).order_by("-created_at", "-pk")
+        if after is not None:
+            anchor = Run.objects.filter(pk=after).values_list("created_at", flat=True).first()
+            if anchor is None:
+                raise FrameError("not_found", f"no run {after}")
+            queued = queued.filter(created_at__lte=anchor).exclude(created_at=anchor, pk__gte=after)
+        size = weft_settings.LIVE_SNAPSHOT_LIMIT
+        runs = list(queued[: size + 1])
+        if len(runs) > size:
+            return runs[:size], str(runs[size - 1].pk)
+        return runs, None
 
     def _start(self, frame: dict[str, Any]) -> dict[str, Any]:
-        try:
-            job = registry.get(frame["job"])
-            run = start(
-                job, frame["args"], key=f"{self.user.pk}:{frame['request_id']}", owner=self.user
+        with refusals():
+            run, _ = operations.start_for(
+                self.user, frame["job"], frame["args"], key=frame["request_id"]
             )
-        except UnknownJob as error:
-            raise FrameError("invalid", str(error), fields={"job": [str(error)]}) from None
-        except InvalidArgs as error:
-            raise FrameError(
-                "invalid", str(error), fields={f"args.{k}": v for k, v in error.errors.items()}
-            ) from None
-        except ConcurrencyLimitReached as error:
-            raise FrameError("concurrency_limit", str(error)) from None
-        except IdempotencyKeyReused as error:
-            raise FrameError("idempotency_key_reused", str(error)) from None
-        return self._view(Run.objects.select_related("owner", "state", "schedule").get(pk=run.pk))
+        return projections.run_for(self.user, _visible_runs().get(pk=run.pk))
 
     def _abort(self, run_id: uuid.UUID) -> None:
         run = Run.objects.filter(pk=run_id).first()
         if run is None:
             raise FrameError("not_found", f"no run {run_id}")
-        if not access.may_abort_run(self.user, run):
-            refused = access.refusal(f"abort run {run_id}", access.CHANGE_RUN, or_owner=True)
-            raise FrameError("forbidden", refused)
-        if not abort(run):
-            run.refresh_from_db(fields=["status"])
-            if run.is_finished:
-                raise FrameError("finished", f"run {run_id} has already finished ({run.status})")
+        with refusals():
             # Asked before and not finished yet: the request stands, as the API says.
+            operations.abort_for(self.user, run)
 
     def _documents(self, keys: list[str]) -> list[dict[str, Any]]:
-        refused = [key for key in keys if not live.may_watch_document(self.user, key)]
+        refused = [key for key in keys if not access.may_watch_document(self.user, key)]
         if refused:
             raise FrameError("forbidden", f"you may not watch: {', '.join(refused)}")
         stored = {d.key: d for d in Document.objects.filter(key__in=keys)}
         # A document nobody wrote yet is announced empty (revision null, data null).
         return [
-            {"key": key, "revision": d.revision, "data": d.data}
+            projections.document(d)
             if (d := stored.get(key)) is not None
             else {"key": key, "revision": None, "data": None}
-            for key in dict.fromkeys(keys)
+            for key in keys
         ]
+
+
+def _visible_runs() -> Any:
+    return Run.objects.select_related("owner", "state", "schedule")
+
+
+@contextmanager
+def refusals() -> Iterator[None]:
+    """Turn what the service layer refuses into an ``error`` frame's code and fields."""
+    try:
+        yield
+    except operations.REFUSALS as error:
+        code, message, fields = operations.describe_refusal(error)
+        raise FrameError(code, message, **({"fields": fields} if fields else {})) from None

@@ -12,11 +12,11 @@ from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 
 from django_weft.conf import weft_settings
-from django_weft.documents import Change, change_document
 from django_weft.exceptions import RunAborted
 from django_weft.models import Run
 from django_weft.outages import drop_broken_connections
 from django_weft.output import Throttle
+from django_weft.revisions import Change, change_document
 
 if TYPE_CHECKING:
     import uuid
@@ -24,11 +24,16 @@ if TYPE_CHECKING:
     from django_weft.models import Document
 
 
+#: Told of each committed state change; the worker publishes it to the live views.
+StateChanged = Callable[["Document"], None]
+
+
 class RunState:
     """A run's state document; every ``change()`` commits one revision."""
 
-    def __init__(self, document: Document) -> None:
+    def __init__(self, document: Document, on_change: StateChanged) -> None:
         self.document = document
+        self._on_change = on_change
 
     @property
     def data(self) -> dict[str, Any]:
@@ -36,7 +41,9 @@ class RunState:
         return data
 
     def change(self, change: Change) -> dict[str, Any]:
-        data: dict[str, Any] = change_document(self.document, change).data
+        changed = change_document(self.document, change)
+        self._on_change(changed)
+        data: dict[str, Any] = changed.data
         return data
 
     async def achange(self, change: Change) -> dict[str, Any]:
@@ -46,14 +53,14 @@ class RunState:
 class RunContext:
     """Handed to the job function as its first argument."""
 
-    def __init__(self, run: Run, *, abort: threading.Event) -> None:
+    def __init__(self, run: Run, *, abort: threading.Event, on_state_change: StateChanged) -> None:
         self.run = run
         self._abort = abort
         self._next_poll = 0.0
         self._throttles: list[Throttle] = []
         #: Whether check()/sleep() raised RunAborted: the run honoured an abort.
         self.abort_raised = False
-        self.state = RunState(run.state) if run.state is not None else None
+        self.state = RunState(run.state, on_state_change) if run.state is not None else None
 
     @property
     def run_id(self) -> uuid.UUID:

@@ -1,55 +1,37 @@
-"""State documents: JSON rows changed one revision at a time.
+"""Documents for a project's own code: open one, change it, and the live views hear it.
 
-A change reads the document, applies a function to a copy of its data and writes it
-back with a conditional update on the revision it read. If another writer got there
-first the update matches no row and the change is applied again to the newer data,
-so no update is ever lost. Each change is one commit.
+:mod:`django_weft.revisions` does the revision-checked writes; these functions add the
+publishing, after the commit, to the sockets that watch the document. Inside a job use
+``ctx.state`` for the run's own state, and these for application documents.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
-from django.utils import timezone
-
-from django_weft import live
+from django_weft import live, revisions
+from django_weft.changes import Changes
 from django_weft.models import Document
+from django_weft.revisions import Change, DocumentConflict
 
-Change = Callable[[dict[str, Any]], dict[str, Any] | None]
-
-
-class DocumentConflict(RuntimeError):
-    """A change kept losing to other writers and gave up."""
+__all__ = ["Change", "DocumentConflict", "change_document", "open_document"]
 
 
 def open_document(
     key: str, *, schema: str, version: int = 1, initial: Callable[[], dict[str, Any]] = dict
 ) -> Document:
     """The document at ``key``, created with ``initial()`` if it does not exist yet."""
-    document, _ = Document.objects.get_or_create(
-        key=key, defaults={"schema": schema, "version": version, "data": initial()}
-    )
-    return document
+    return revisions.open_document(key, schema=schema, version=version, initial=initial)
 
 
 def change_document(document: Document, change: Change, *, attempts: int = 20) -> Document:
-    """Apply ``change`` to the document's data and commit it as the next revision.
+    """Apply ``change`` to the document's data, commit it as the next revision, and publish.
 
-    ``change`` gets a deep copy of the data to edit in place, or returns a new dict.
-    ``document`` is refreshed with what was stored.
+    See :func:`django_weft.revisions.change_document`.
     """
-    for _ in range(attempts):
-        draft = copy.deepcopy(document.data)
-        replaced = change(draft)
-        data = draft if replaced is None else replaced
-        won = Document.objects.filter(pk=document.pk, revision=document.revision).update(
-            data=data, revision=document.revision + 1, updated_at=timezone.now()
-        )
-        if won:
-            document.data, document.revision = data, document.revision + 1
-            live.document_changed(document)
-            return document
-        document.refresh_from_db(fields=["data", "revision"])
-    raise DocumentConflict(f"document {document.key} changed {attempts} times under this change")
+    changed = revisions.change_document(document, change, attempts=attempts)
+    changes = Changes()
+    changes.document(changed.pk)
+    live.publish(changes)
+    return changed

@@ -63,3 +63,39 @@ class IdempotencyKeyReused(StartRefused):
             f'idempotency key "{key}" of job "{job}" was used for a run with other args; '
             "use a new key for a new request"
         )
+
+
+class InvalidIdempotencyKey(WeftError, ValueError):
+    """An idempotency key that is blank, or too long to store with its owner's scope."""
+
+    def __init__(self, key: str, room: int) -> None:
+        self.key = key
+        self.room = room
+        reason = "must not be blank" if not key.strip() else f"is {len(key)} characters long"
+        super().__init__(f"idempotency key {reason}; at most {room} characters")
+
+
+class Forbidden(WeftError, PermissionError):
+    """The user may not do this; the message names the permission that is missing."""
+
+    def __init__(self, message: str, permission: str) -> None:
+        self.permission = permission
+        super().__init__(message)
+
+
+class RunFinished(WeftError):
+    """The run has already finished: it cannot be aborted any more."""
+
+    def __init__(self, run_id: object, status: str) -> None:
+        self.run_id = run_id
+        self.status = status
+        super().__init__(f"run {run_id} has already finished ({status})")
+
+
+class RunNotFinished(WeftError):
+    """The run is still queued or running: it cannot be retried yet."""
+
+    def __init__(self, run_id: object, status: str) -> None:
+        self.run_id = run_id
+        self.status = status
+        super().__init__(f"run {run_id} is still {status}; abort it or wait for it to finish")

@@ -20,7 +20,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from rest_framework import serializers
 
-from django_weft.context import RunContext
+from django_weft.context import RunContext, StateChanged
 from django_weft.exceptions import RunAborted
 from django_weft.finishing import AttemptReport
 from django_weft.jobs import Job, flatten_errors, registry
@@ -59,8 +59,8 @@ class Execution:
 def execute(
     execution: Execution,
     *,
-    now: Callable[[], datetime],
     deliver: Callable[[AttemptReport], None],
+    on_state_change: StateChanged,
 ) -> None:
     """Run one claimed run and ``deliver`` its report; never raises for what the job does.
 
@@ -77,7 +77,7 @@ def execute(
         )
         deliver(report_of(execution, RunStatus.FAILED, error=missing))
         return
-    context = RunContext(run, abort=execution.abort)
+    context = RunContext(run, abort=execution.abort, on_state_change=on_state_change)
     try:
         try:
             result = _validate_result(job, _call(job, context))

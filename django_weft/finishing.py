@@ -22,11 +22,10 @@ from datetime import datetime, timedelta
 from functools import cache, partial
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db import connection, transaction
-from django.utils import timezone
 
-from django_weft import live, sql
+from django_weft import sql
+from django_weft.changes import Changes
 from django_weft.jobs import registry
 from django_weft.models import Attempt, Run, RunStatus, Schedule
 from django_weft.outcomes import FinishContext, Outcome
@@ -94,7 +93,7 @@ def is_plain(report: AttemptReport) -> bool:
     )
 
 
-def finish_plain(reports: Sequence[AttemptReport], *, now: datetime) -> int:
+def finish_plain(reports: Sequence[AttemptReport], *, now: datetime, changes: Changes) -> int:
     """Record plain outcomes (see :func:`is_plain`), one statement each, in one transaction.
 
     Returns how many were recorded; a report whose run someone else finished is logged
@@ -127,7 +126,7 @@ def finish_plain(reports: Sequence[AttemptReport], *, now: datetime) -> int:
             run.error_type, run.error_message = report.error.type, report.error.message
             run.error_traceback = report.error.traceback
             recorded.append(run)
-            live.run_changed(run.pk)
+            changes.run(run.pk)
         transaction.on_commit(partial(_announce_all, recorded))
     for run in recorded:
         logger.info("finished %s run %s: %s", run.job, run.pk, run.status)
@@ -157,7 +156,7 @@ def _plain_finish_sql(vendor: str) -> str:
     )
 
 
-def record_attempt(report: AttemptReport, *, now: datetime) -> Run | None:
+def record_attempt(report: AttemptReport, *, now: datetime, changes: Changes) -> Run | None:
     """Record how an attempt ended: a retry if the job's policy allows one, else the outcome.
 
     Returns the run as recorded, or ``None`` when the report came too late (the run was
@@ -167,7 +166,7 @@ def record_attempt(report: AttemptReport, *, now: datetime) -> Run | None:
     if job is not None and job.retries(report.status, report.attempt, report.error_class):
         assert job.retry is not None
         delay = timedelta(seconds=job.retry.delay(report.attempt))
-        return _retry(report, now=now, retry_at=now + delay)
+        return _retry(report, now=now, retry_at=now + delay, changes=changes)
     return finish(
         report.run_id,
         report.status,
@@ -175,10 +174,13 @@ def record_attempt(report: AttemptReport, *, now: datetime) -> Run | None:
         claim=report.claim,
         result=report.result,
         error=report.error,
+        changes=changes,
     )
 
 
-def _retry(report: AttemptReport, *, now: datetime, retry_at: datetime) -> Run | None:
+def _retry(
+    report: AttemptReport, *, now: datetime, retry_at: datetime, changes: Changes
+) -> Run | None:
     """Put the run back in the queue for its next attempt, keeping this one on record."""
     with transaction.atomic():
         won = _owned(report.run_id, report.claim).update(
@@ -203,7 +205,7 @@ def _retry(report: AttemptReport, *, now: datetime, retry_at: datetime) -> Run |
             error_message=report.error.message,
             error_traceback=report.error.traceback,
         )
-        live.run_changed(report.run_id)
+        changes.run(report.run_id)
     logger.info(
         "%s run %s attempt %d ended %s; attempt %d at %s",
         report.job,
@@ -257,6 +259,7 @@ def finish(
     claim: Claim | None = None,
     result: Any = None,
     error: ErrorRecord = NO_ERROR,
+    changes: Changes,
 ) -> Run | None:
     """Record the outcome in one transaction with the job's finish hook.
 
@@ -279,16 +282,16 @@ def finish(
             _log_late(run_id, claim)
             return None
         run = Run.objects.select_related("state", "owner").get(pk=run_id)
-        _run_finish_hook(run, now)
+        _run_finish_hook(run, now, changes)
         if run.schedule_id is not None:
-            record_on_schedule(run, now)
-        live.run_changed(run.pk)
+            record_on_schedule(run, now, changes)
+        changes.run(run.pk)
         transaction.on_commit(lambda: _announce(run))
     logger.info("finished %s run %s: %s", run.job, run.pk, run.status)
     return run
 
 
-def _run_finish_hook(run: Run, now: datetime) -> None:
+def _run_finish_hook(run: Run, now: datetime, changes: Changes) -> None:
     job = registry.get(run.job) if run.job in registry else None
     if job is None or job.finish_hook is None:
         return
@@ -303,7 +306,7 @@ def _run_finish_hook(run: Run, now: datetime) -> None:
     )
     try:
         with transaction.atomic():
-            job.finish_hook(outcome, FinishContext(run=run, now=now))
+            job.finish_hook(outcome, FinishContext(run=run, now=now, changes=changes))
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as error:
@@ -335,16 +338,13 @@ def _announce(run: Run) -> None:
         )
 
 
-def abort(run: Run, *, now: datetime | None = None) -> bool:
+def abort(run: Run, *, now: datetime, changes: Changes) -> bool:
     """Request an abort. A run no worker has claimed (queued or blocked) ends at once.
 
     Returns False when the run had already finished, or its abort was requested before.
     """
-    moment = now or timezone.now()
-    if not run.record_abort_request(moment):
+    if not run.record_abort_request(now):
         return False
-    finish(run.pk, RunStatus.ABORTED, now=moment)
+    changes.run(run.pk)
+    finish(run.pk, RunStatus.ABORTED, now=now, changes=changes)
     return True
-
-
-aabort = sync_to_async(abort)

@@ -15,14 +15,12 @@ from typing import TYPE_CHECKING, Any
 from rest_framework import serializers
 
 from django_weft.exceptions import InvalidArgs, UnknownJob
-from django_weft.models.run import DEFAULT_PRIORITY
+from django_weft.models.run import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY
 from django_weft.retries import Retry
-from django_weft.starting import astart, check_priority, start
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
-    from django_weft.models import Run
     from django_weft.outcomes import FinishContext, Outcome
 
 JobFunction = Callable[..., Any]
@@ -115,26 +113,19 @@ class Job:
         self.finish_hook = hook
         return hook
 
-    def start(
-        self,
-        args: Mapping[str, Any] | None = None,
-        *,
-        key: str | None = None,
-        owner: AbstractBaseUser | None = None,
-        priority: int | None = None,
-    ) -> Run:
-        """Start a run of this job (see :func:`django_weft.runs.start`)."""
-        return start(self, args, key=key, owner=owner, priority=priority)
 
-    async def astart(
-        self,
-        args: Mapping[str, Any] | None = None,
-        *,
-        key: str | None = None,
-        owner: AbstractBaseUser | None = None,
-        priority: int | None = None,
-    ) -> Run:
-        return await astart(self, args, key=key, owner=owner, priority=priority)
+def check_priority(priority: int) -> int:
+    """``priority`` if it is a whole number from -100 to 100; ValueError naming it otherwise."""
+    if (
+        not isinstance(priority, int)
+        or isinstance(priority, bool)
+        or not MIN_PRIORITY <= priority <= MAX_PRIORITY
+    ):
+        raise ValueError(
+            f"priority must be a whole number from {MIN_PRIORITY} to {MAX_PRIORITY}, "
+            f"not {priority!r}"
+        )
+    return priority
 
 
 def _names(fields: Mapping[str, Any]) -> str:

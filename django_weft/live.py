@@ -3,8 +3,10 @@
 Every change to a run (started, claimed, finished, abort requested), to a run's state
 document and to an application document is sent to channel-layer groups with
 ``transaction.on_commit``, from whichever process made it: the web process, ``runjobs``
-or a shell. Both views of a run are computed here, once per change: operators and the
-run's owner get the full view, every other watcher the same guest view.
+or a shell. The layer that made a change hands its :class:`~django_weft.changes.Changes`
+to :func:`publish`. Both views of a run (:mod:`django_weft.projections`) are computed
+here, once per change: operators and the run's owner get the full view, every other
+watcher the same guest view.
 
 With the in-memory layer only sockets in the same process can hear, so a process that
 has no socket skips the work; with channels-redis every process publishes.
@@ -20,23 +22,19 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import hashlib
-import json
 import logging
 import uuid
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
-from django_weft.conf import weft_settings
+from django_weft import projections
+from django_weft.changes import Changes
 from django_weft.layer_health import LayerOutage, layer_call
-from django_weft.loading import import_setting
-
-if TYPE_CHECKING:
-    from django_weft.models import Document, Run
+from django_weft.models import Document, Run
 
 logger = logging.getLogger("django_weft.live")
 
@@ -79,94 +77,73 @@ def set_home_loop(loop: asyncio.AbstractEventLoop) -> None:
     _home_loop = loop
 
 
-def run_changed(run_id: uuid.UUID) -> None:
-    """Publish the run's new views once the current transaction commits."""
-    transaction.on_commit(partial(_publish_run, run_id))
+def publish(changes: Changes) -> None:
+    """Publish what ``changes`` names once the current transaction commits (or now).
 
-
-def document_changed(document: Document) -> None:
-    """Publish the document's new revision once the current transaction commits."""
-    transaction.on_commit(
-        partial(_publish_document, document.pk, document.key, document.revision, document.data)
-    )
-
-
-def document_access(user: Any, key: str) -> bool:
-    """The default policy: users with ``django_weft.view_document`` watch any document."""
-    return bool(user.is_authenticated and user.has_perm("django_weft.view_document"))
-
-
-def may_watch_document(user: Any, key: str) -> bool:
-    """Whether ``user`` may watch ``key``; run state comes with runs, never on its own."""
-    if key.startswith("run:"):
-        return False
-    return bool(import_setting(weft_settings.DOCUMENT_ACCESS)(user, key))
-
-
-def views_of(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The full and the guest view of a run, as plain JSON-ready dicts."""
-    from django_weft.api.serializers import RunGuestSerializer, RunOwnerSerializer
-
-    full: dict[str, Any] = plain(RunOwnerSerializer(run).data)
-    guest: dict[str, Any] = plain(RunGuestSerializer(run).data)
-    return full, guest
-
-
-def plain(data: Any) -> Any:
-    """Serializer output as plain JSON types, which every channel layer can carry."""
-    return json.loads(json.dumps(data, cls=DjangoJSONEncoder))
+    Every run and document is read again at that moment, so watchers get the rows as
+    they are stored, whatever the step that noted them went on to do.
+    """
+    if changes:
+        transaction.on_commit(partial(_publish, list(changes.runs), list(changes.documents)))
 
 
 def _listening_layer() -> BaseChannelLayer | None:
     layer = get_channel_layer()
     if layer is None:
         return None
-    if isinstance(layer, InMemoryChannelLayer) and _home_loop is None:
-        return None  # nobody in this process can hear an in-memory layer
+    if isinstance(layer, InMemoryChannelLayer) and (_home_loop is None or _home_loop.is_closed()):
+        return None  # nobody in this process can hear an in-memory layer (any more)
     return layer
 
 
-def _publish_run(run_id: uuid.UUID) -> None:
-    from django_weft.models import Run
-
+def _publish(run_ids: list[uuid.UUID], document_ids: list[int]) -> None:
     if _listening_layer() is None:
         return
-    run = Run.objects.select_related("owner", "state", "schedule").filter(pk=run_id).first()
-    if run is None:
-        return
-    full, guest = views_of(run)
+    messages: list[Message] = []
+    if run_ids:
+        runs = Run.objects.select_related("owner", "state", "schedule").filter(pk__in=run_ids)
+        for run in runs:
+            messages += _run_messages(run)
+    if document_ids:
+        messages += _document_messages(list(Document.objects.filter(pk__in=document_ids)))
+    if messages:
+        _send(messages)
+
+
+def _run_messages(run: Run) -> list[Message]:
+    full, guest = projections.run_views(run)
     messages: list[Message] = [
         (OPERATORS, {"type": "weft.run.full", "run": full}),
         (GUESTS, {"type": "weft.run.guest", "run": guest, "owner_id": run.owner_id}),
     ]
     if run.owner_id is not None:
         messages.append((owner_group(run.owner_id), {"type": "weft.run.full", "run": full}))
-    _send(messages)
+    return messages
 
 
-def _publish_document(document_id: int, key: str, revision: int, data: dict[str, Any]) -> None:
-    from django_weft.models import Run
-
-    if _listening_layer() is None:
-        return
-    payload = plain({"key": key, "revision": revision, "data": data})
-    if not key.startswith("run:"):
-        _send([(document_group(key), {"type": "weft.document", "document": payload})])
-        return
-    owner = Run.objects.filter(state_id=document_id).values_list("pk", "owner_id").first()
-    if owner is None:
-        return
-    run_id, owner_id = owner
-    event = {
-        "type": "weft.state",
-        "run": str(run_id),
-        "revision": revision,
-        "state": payload["data"],
+def _document_messages(documents: list[Document]) -> list[Message]:
+    """Application documents to their watchers; run state to the run's full watchers."""
+    messages: list[Message] = []
+    states = [document for document in documents if document.key.startswith("run:")]
+    owners = {
+        state_id: (run_id, owner_id)
+        for run_id, owner_id, state_id in Run.objects.filter(state__in=states).values_list(
+            "pk", "owner_id", "state_id"
+        )
     }
-    messages: list[Message] = [(OPERATORS, event)]
-    if owner_id is not None:
-        messages.append((owner_group(owner_id), event))
-    _send(messages)
+    for document in documents:
+        if not document.key.startswith("run:"):
+            event = {"type": "weft.document", "document": projections.document(document)}
+            messages.append((document_group(document.key), event))
+            continue
+        if document.pk not in owners:
+            continue
+        run_id, owner_id = owners[document.pk]
+        event = {"type": "weft.state", **projections.state(document, run_id)}
+        messages.append((OPERATORS, event))
+        if owner_id is not None:
+            messages.append((owner_group(owner_id), event))
+    return messages
 
 
 def _send(messages: list[Message]) -> None:

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from django_weft.documents import Change, change_document, open_document
+from django_weft.changes import Changes
 from django_weft.models import Document, Run
+from django_weft.revisions import Change, change_document, open_document
 from django_weft.starting import insert_run
 
 if TYPE_CHECKING:
@@ -37,9 +38,10 @@ class Outcome:
 class FinishContext:
     """The finish transaction: what a hook changes or starts commits with the outcome."""
 
-    def __init__(self, *, run: Run, now: datetime) -> None:
+    def __init__(self, *, run: Run, now: datetime, changes: Changes) -> None:
         self.run = run
         self.now = now
+        self._changes = changes
 
     def document(
         self,
@@ -52,7 +54,9 @@ class FinishContext:
         return open_document(key, schema=schema, version=version, initial=initial)
 
     def change(self, document: Document, change: Change) -> Document:
-        return change_document(document, change)
+        changed = change_document(document, change)
+        self._changes.document(changed.pk)
+        return changed
 
     def start(
         self,
@@ -63,6 +67,8 @@ class FinishContext:
         owner: AbstractBaseUser | None = None,
     ) -> Run:
         """Start another job; it exists only if this finish commits."""
-        return insert_run(
+        run = insert_run(
             job, args, key=key, owner=owner if owner is not None else self.run.owner, now=self.now
         )
+        self._changes.run(run.pk)
+        return run

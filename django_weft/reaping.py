@@ -10,6 +10,7 @@ from datetime import datetime
 
 from django.db.models import Q
 
+from django_weft.changes import Changes
 from django_weft.finishing import AttemptReport, record_attempt
 from django_weft.models import Run, RunStatus, WorkerProcess
 from django_weft.tracebacks import ErrorRecord
@@ -17,7 +18,7 @@ from django_weft.tracebacks import ErrorRecord
 WORKER_LOST = ErrorRecord("WorkerLost", "the worker running it stopped beating", "")
 
 
-def finish_lost(*, now: datetime, silent_since: datetime) -> int:
+def finish_lost(*, now: datetime, silent_since: datetime, changes: Changes) -> int:
     """Finish as lost (or retry, as the job allows) every running run no live worker holds.
 
     That is a run whose worker stopped beating before ``silent_since``, whose worker row
@@ -40,7 +41,7 @@ def finish_lost(*, now: datetime, silent_since: datetime) -> int:
             status=RunStatus.LOST,
             error=WORKER_LOST,
         )
-        if record_attempt(report, now=now) is not None:
+        if record_attempt(report, now=now, changes=changes) is not None:
             ended += 1
     # Marked stopped only now: a worker that wakes up finds its row stopped and knows its
     # runs were taken (see Worker's heartbeat).

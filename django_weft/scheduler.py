@@ -20,12 +20,13 @@ from django.db.models import F
 from django.utils import timezone
 
 from django_weft import sql
+from django_weft.changes import Changes
 from django_weft.conf import weft_settings
 from django_weft.cron import CronError
 from django_weft.exceptions import InvalidArgs, StartRefused, UnknownJob
-from django_weft.jobs import registry
 from django_weft.models import CatchUp, LastStatus, Overlap, Run, RunStatus, Schedule
 from django_weft.models.schedule import PLAN_FIELDS
+from django_weft.schedules import job_and_args
 from django_weft.signals import schedule_failed
 from django_weft.starting import insert_run, insert_runs_in_bulk, new_run, starts_in_bulk
 from django_weft.timing import Plan, slots_between
@@ -131,10 +132,10 @@ class Scheduler:
     def __init__(self, *, batch_size: int = 100) -> None:
         self.batch_size = batch_size
 
-    def tick(self, now: datetime) -> bool:
+    def tick(self, now: datetime, changes: Changes) -> bool:
         """Arm what needs arming and fire what is due; True if any row was handled."""
         armed = self.arm(now)
-        fired = self.fire_due(now)
+        fired = self.fire_due(now, changes)
         return armed or fired
 
     def next_due(self) -> datetime | None:
@@ -163,7 +164,7 @@ class Scheduler:
                 logger.info("armed %s (%s): next due %s", row.name, row.describe_plan(), due)
         return bool(rows)
 
-    def fire_due(self, now: datetime) -> bool:
+    def fire_due(self, now: datetime, changes: Changes) -> bool:
         """Fire a batch of due rows in one transaction, set-based where the jobs allow.
 
         The rows' next slots are written in one statement, and the runs of jobs that
@@ -194,8 +195,8 @@ class Scheduler:
                 elif firing.job is not None and starts_in_bulk(firing.job):
                     in_bulk.append(firing)
                 else:
-                    self._start_one_by_one(firing, now)
-            self._start_in_bulk(in_bulk, now)
+                    self._start_one_by_one(firing, now, changes)
+            self._start_in_bulk(in_bulk, now, changes)
         return bool(firings)
 
     def _plan(self, row: Schedule, now: datetime) -> Firing:
@@ -211,8 +212,7 @@ class Scheduler:
         fire, missed, buffered = self._apply_overlap(row, decision)
         problem, job, args = "", None, row.args
         try:
-            job = registry.get(row.job)
-            args = job.validate_args(row.args)
+            job, args = job_and_args(row)
         except (UnknownJob, InvalidArgs) as error:
             problem = str(error)
         next_due = decision.next_due
@@ -262,7 +262,7 @@ class Scheduler:
             cursor.execute(statement, params)
             return {row_id for (row_id,) in cursor.fetchall()}
 
-    def _start_one_by_one(self, firing: Firing, now: datetime) -> None:
+    def _start_one_by_one(self, firing: Firing, now: datetime, changes: Changes) -> None:
         row, job = firing.row, firing.job
         assert job is not None
         for due in firing.fire:
@@ -274,10 +274,11 @@ class Scheduler:
             except StartRefused as error:
                 self._record_refusal(row, due, now, error)
                 continue
+            changes.run(run.pk)
             logger.info("fired %s due %s as run %s", row.name, due.isoformat(), run.pk)
 
     @staticmethod
-    def _start_in_bulk(firings: list[Firing], now: datetime) -> None:
+    def _start_in_bulk(firings: list[Firing], now: datetime, changes: Changes) -> None:
         """Insert the runs of ``firings`` at once and make each row's last one its last run."""
         runs: dict[tuple[int, datetime], Run] = {}
         for firing in firings:
@@ -301,6 +302,7 @@ class Scheduler:
             if run.pk not in inserted:
                 logger.debug("slot %s of schedule %s already fired", due, row_id)
                 continue
+            changes.run(run.pk)
             logger.info("fired %s due %s as run %s", run.schedule, due.isoformat(), run.pk)
             last[row_id] = run  # fires come in due order: the latest wins
         if not last:
@@ -402,14 +404,11 @@ def run_now(schedule: Schedule, *, now: datetime | None = None) -> Run:
     The args are validated again; the run's due is now. The plan is untouched.
     """
     moment = now or timezone.now()
-    job = registry.get(schedule.job)
     with transaction.atomic():
-        return start_for_schedule(
-            schedule, job, job.validate_args(schedule.args), due=moment, now=moment
-        )
+        return start_for_schedule(schedule, *job_and_args(schedule), due=moment, now=moment)
 
 
-def record_on_schedule(run: Run, now: datetime) -> None:
+def record_on_schedule(run: Run, now: datetime, changes: Changes) -> None:
     """Carry a run's outcome to its schedule's last-run record, and start a buffered fire.
 
     Called by the finish step, inside its transaction.
@@ -436,8 +435,7 @@ def record_on_schedule(run: Run, now: datetime) -> None:
     try:
         if not schedule.enabled:
             raise StartRefused("the schedule was disabled while the fire waited")
-        job = registry.get(schedule.job)
-        start_for_schedule(schedule, job, job.validate_args(schedule.args), due=due, now=now)
+        changes.run(start_for_schedule(schedule, *job_and_args(schedule), due=due, now=now).pk)
     except (UnknownJob, InvalidArgs, StartRefused, IntegrityError) as error:
         # The buffered slot is lost, not the outcome being recorded with it.
         logger.error("buffered fire of %s due %s dropped: %s", schedule, due, error)

@@ -1,9 +1,10 @@
 """The start step: a run's intent, written in one transaction.
 
 Everything that starts a run comes through here: a call, the API, a socket, the admin, a
-schedule's fire, a finish hook's chained start. :func:`start` opens its own transaction;
-:func:`insert_run` writes into the caller's (a fire, a finish), so that the run exists
-only if the caller's work commits.
+schedule's fire, a finish hook's chained start. :func:`start_or_get` opens its own
+transaction; :func:`insert_run` writes into the caller's (a fire, a finish), so that the
+run exists only if the caller's work commits. Nothing here publishes: the caller does,
+after the commit (see :mod:`django_weft.changes`).
 """
 
 from __future__ import annotations
@@ -15,59 +16,29 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from asgiref.sync import sync_to_async
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from django_weft import live, sql
-from django_weft.exceptions import ConcurrencyLimitReached, IdempotencyKeyReused
+from django_weft import sql
+from django_weft.exceptions import (
+    ConcurrencyLimitReached,
+    IdempotencyKeyReused,
+    InvalidIdempotencyKey,
+)
+from django_weft.jobs import Job, check_priority
 from django_weft.models import Document, Run, Schedule
-from django_weft.models.run import MAX_PRIORITY, MIN_PRIORITY
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
-    from django_weft.jobs import Job
-
 logger = logging.getLogger("django_weft.runs")
+
+#: The stored key's length limit, its owner's scope included.
+IDEMPOTENCY_KEY_LENGTH = cast(int, Run._meta.get_field("idempotency_key").max_length)
 
 #: Rows per INSERT of :func:`insert_runs_in_bulk`, well under every database's limit on
 #: parameters per statement.
 BULK_INSERT_ROWS = 500
-
-
-def check_priority(priority: int) -> int:
-    """``priority`` if it is a whole number from -100 to 100; ValueError naming it otherwise."""
-    if (
-        not isinstance(priority, int)
-        or isinstance(priority, bool)
-        or not MIN_PRIORITY <= priority <= MAX_PRIORITY
-    ):
-        raise ValueError(
-            f"priority must be a whole number from {MIN_PRIORITY} to {MAX_PRIORITY}, "
-            f"not {priority!r}"
-        )
-    return priority
-
-
-def start(
-    job: Job,
-    args: Mapping[str, Any] | None = None,
-    *,
-    key: str | None = None,
-    owner: AbstractBaseUser | None = None,
-    now: datetime | None = None,
-    priority: int | None = None,
-) -> Run:
-    """Start a run of ``job`` in its own transaction and return it at once.
-
-    Raises :class:`~django_weft.exceptions.InvalidArgs` for args that fail the job's
-    serializer and :class:`~django_weft.exceptions.StartRefused` (concurrency limit,
-    reused key); in both cases nothing is written. With ``key`` a resent start returns
-    the run the first one made. ``priority`` (default: the job's) orders the claim:
-    higher first, then older first.
-    """
-    return start_or_get(job, args, key=key, owner=owner, now=now, priority=priority)[0]
 
 
 def start_or_get(
@@ -79,16 +50,16 @@ def start_or_get(
     now: datetime | None = None,
     priority: int | None = None,
 ) -> tuple[Run, bool]:
-    """Like :func:`start`, also saying whether this call created the run.
+    """Start a run of ``job`` in its own transaction; also say whether this call made it.
 
-    False means ``key`` named a run an earlier start made (an HTTP API answers 200
-    instead of 201 then).
+    Raises :class:`~django_weft.exceptions.InvalidArgs` for args that fail the job's
+    serializer and :class:`~django_weft.exceptions.StartRefused` (concurrency limit,
+    reused key); in both cases nothing is written. With ``key`` a resent start returns
+    the run the first one made, and False (an HTTP API answers 200 instead of 201 then).
+    ``priority`` (default: the job's) orders the claim: higher first, then older first.
     """
     with transaction.atomic():
         return _insert(job, args, key=key, owner=owner, now=now, priority=priority)
-
-
-astart = sync_to_async(start)
 
 
 def insert_run(
@@ -134,13 +105,14 @@ def _insert(
 ) -> tuple[Run, bool]:
     priority = job.priority if priority is None else check_priority(priority)
     stored = dict(args or {}) if validated else job.validate_args(args)
+    given, key = key, None if key is None else scoped_key(key, owner)
     concurrency_key = ""
     if job.concurrency is not None:
         concurrency_key = (
             job.concurrency_key(stored, owner) if job.concurrency_key else None
         ) or ""
         _serialize_starts(job.name, concurrency_key)
-    if key is not None and (existing := _run_for_key(job, key, stored)) is not None:
+    if key is not None and (existing := _run_for_key(job, key, stored, given)) is not None:
         return existing, False
     if job.concurrency is not None:
         unfinished = Run.objects.unfinished().filter(job=job.name, concurrency_key=concurrency_key)
@@ -171,12 +143,24 @@ def _insert(
             run.save(force_insert=True)
     except IntegrityError:
         # Two starts with one key raced; the other insert won and is returned.
-        if key is None or (existing := _run_for_key(job, key, stored)) is None:
+        if key is None or (existing := _run_for_key(job, key, stored, given)) is None:
             raise
         return existing, False
-    live.run_changed(run.pk)
     logger.info("started %s run %s", job.name, run.pk)
     return run, True
+
+
+def scoped_key(key: str, owner: AbstractBaseUser | None) -> str:
+    """An idempotency key as stored: ``"<owner id>:<key>"`` (``":<key>"`` without one).
+
+    Keys are chosen by clients, so two owners who happen to pick the same key get two
+    runs, and neither may receive the other's run by guessing it.
+    """
+    prefix = f"{owner.pk}:" if owner is not None else ":"
+    room = IDEMPOTENCY_KEY_LENGTH - len(prefix)
+    if not key.strip() or len(key) > room:
+        raise InvalidIdempotencyKey(key, room)
+    return prefix + key
 
 
 def new_run(
@@ -245,15 +229,14 @@ def insert_runs_in_bulk(runs: Sequence[Run]) -> set[uuid.UUID]:
             inserted.update(pk.to_python(value) for (value,) in cursor.fetchall())
     for run in runs:
         if run.pk in inserted:
-            live.run_changed(run.pk)
             logger.info("started %s run %s", run.job, run.pk)
     return inserted
 
 
-def _run_for_key(job: Job, key: str, stored: dict[str, Any]) -> Run | None:
+def _run_for_key(job: Job, key: str, stored: dict[str, Any], given: str | None) -> Run | None:
     existing = Run.objects.filter(job=job.name, idempotency_key=key).first()
     if existing is not None and existing.args != stored:
-        raise IdempotencyKeyReused(job.name, key)
+        raise IdempotencyKeyReused(job.name, given or key)
     return existing
 
 

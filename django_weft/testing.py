@@ -16,7 +16,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from django_weft.clocks import Clock
+from django_weft.clocks import Clock, ClockPaused
 
 if TYPE_CHECKING:
     from django_weft.worker import Worker
@@ -40,8 +40,6 @@ class DrivenClock(Clock):
         self._worker = worker
 
     def sleep_until(self, moment: datetime | None, wake: threading.Event, longest: float) -> None:
-        from django_weft.worker import ClockPaused
-
         if self._until is None:
             # Nobody is advancing: a rehearsal, time jumps to whatever comes next.
             self._now = max(self._now, moment or self._now + timedelta(seconds=longest))

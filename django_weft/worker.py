@@ -33,14 +33,16 @@ from pathlib import Path
 
 from django.db import DatabaseError
 
+from django_weft import live
+from django_weft.changes import Changes
 from django_weft.claiming import claim, deployed_pairs
-from django_weft.clocks import Clock, load_clock
+from django_weft.clocks import Clock, ClockPaused, load_clock
 from django_weft.conf import weft_settings
 from django_weft.execution import Execution, execute, report_of
 from django_weft.executors import Executor, load_executor
 from django_weft.finishing import AttemptReport, finish_plain, is_plain, record_attempt
 from django_weft.jobs import Job, registry
-from django_weft.models import Run, RunStatus, Schedule, WorkerProcess
+from django_weft.models import Document, Run, RunStatus, Schedule, WorkerProcess
 from django_weft.notify import Listener, can_listen
 from django_weft.outages import Outage
 from django_weft.pruning import prune_batch, prune_workers
@@ -58,12 +60,15 @@ STOPPED_BY_WORKER = ErrorRecord(
 )
 
 
+def _publish_state(document: Document) -> None:
+    """A run's state change, from its own thread, to the live views."""
+    changes = Changes()
+    changes.document(document.pk)
+    live.publish(changes)
+
+
 def _due(moment: datetime | None, now: datetime) -> bool:
     return moment is not None and moment <= now
-
-
-class ClockPaused(Exception):
-    """Raised by a driven clock's ``sleep_until`` to hand control back to ``advance()``."""
 
 
 class Worker:
@@ -130,6 +135,8 @@ class Worker:
         self._more_to_claim = True
         self._next_fire: datetime | None = None
         self._next_retry: datetime | None = None
+        #: What the step running now changed: published when it ends.
+        self._changes = Changes()
         #: Set when a forced stop left runs that ignored their abort behind.
         self.abandoned = False
         self.clock.attach(self)
@@ -299,7 +306,12 @@ class Worker:
         return worked
 
     def _guarded(self, name: str, step: Callable[[datetime], object]) -> object:
-        """Run one step inside the error boundary; ``FAILED`` if it raised."""
+        """Run one step inside the error boundary; ``FAILED`` if it raised.
+
+        What the step changed is published when it ends, whatever the end: the publisher
+        reads the rows again, so a change that was rolled back publishes nothing new.
+        """
+        self._changes = Changes()
         try:
             result = step(self.clock.now())
         except Exception as error:
@@ -308,6 +320,8 @@ class Worker:
             # again from the moment it can.
             self._reap_from = None
             return FAILED
+        finally:
+            live.publish(self._changes)
         if self.outage.succeeded():
             self._wake.set()
         return result
@@ -367,7 +381,7 @@ class Worker:
             self._reap_from = now + timedelta(seconds=weft_settings.LOST_AFTER)
         if now >= self._reap_from:
             silent_since = now - timedelta(seconds=weft_settings.LOST_AFTER)
-            lost = finish_lost(now=now, silent_since=silent_since)
+            lost = finish_lost(now=now, silent_since=silent_since, changes=self._changes)
             if lost:
                 logger.warning("finished %d run(s) of silent workers as lost", lost)
         return False
@@ -441,7 +455,7 @@ class Worker:
             if entry[0] is not None and not entry[0].given_up and is_plain(entry[1])
         ]
         if plain:
-            finish_plain([report for _, report in plain], now=now)
+            finish_plain([report for _, report in plain], now=now, changes=self._changes)
             self._done_with(plain)
         finished = {id(entry) for entry in plain}
         for entry in waiting:
@@ -474,7 +488,7 @@ class Worker:
         # A finish hook may start runs, a finish may start a buffered fire or queue a retry.
         self._more_to_claim = True
         try:
-            recorded = record_attempt(report, now=now)
+            recorded = record_attempt(report, now=now, changes=self._changes)
         except DatabaseError:
             raise
         except Exception as error:
@@ -485,13 +499,13 @@ class Worker:
                 "",
             )
             failed = replace(report, status=RunStatus.FAILED, result=None, error=failure)
-            record_attempt(failed, now=now)
+            record_attempt(failed, now=now, changes=self._changes)
             return
         if recorded is not None and recorded.retry_at is not None:
             self._next_retry = min(filter(None, (self._next_retry, recorded.retry_at)))
 
     def _schedule(self, now: datetime) -> bool:
-        fired = self.scheduler.tick(now)
+        fired = self.scheduler.tick(now, self._changes)
         self._more_to_fire = fired
         self._next_fire = self.scheduler.next_due()
         if fired:
@@ -508,6 +522,7 @@ class Worker:
         runs = claim(self._deployed(), limit=free, worker=self.process, now=now, queues=self.queues)
         self._more_to_claim = len(runs) == free
         for run in runs:
+            self._changes.run(run.pk)
             job = registry.deployed(run.job, run.job_version)
             timeout = job.timeout if job is not None else None
             execution = Execution(
@@ -525,8 +540,8 @@ class Worker:
         try:
             execute(
                 execution,
-                now=self.clock.now,
                 deliver=partial(self._deliver, execution),
+                on_state_change=_publish_state,
             )
         finally:
             self._wake.set()
@@ -597,10 +612,10 @@ class Worker:
         self.abandoned = True
         return False
 
-    @staticmethod
-    def _request_aborts(executions: list[Execution], now: datetime) -> None:
+    def _request_aborts(self, executions: list[Execution], now: datetime) -> None:
         for run in Run.objects.filter(pk__in=[e.run.pk for e in executions]):
-            run.record_abort_request(now)
+            if run.record_abort_request(now):
+                self._changes.run(run.pk)
         for execution in executions:
             execution.abort.set()
 

@@ -12,6 +12,7 @@ import pytest
 
 from django_weft.jobs import registry
 from django_weft.models import Module, Run, RunStatus
+from django_weft.runs import start
 from django_weft.sandbox.config import RoomConfig
 from django_weft.sandbox.host import host_function
 from django_weft.sandbox.protocol import OPTIONAL_LAYERS
@@ -89,8 +90,8 @@ def run_module(
         run_args["method"] = method
     if args is not None:
         run_args["args"] = args
-    run = registry.get("weft.module").start(run_args)
-    beside = registry.get("tests.noop").start()
+    run = start(registry.get("weft.module"), run_args)
+    beside = start(registry.get("tests.noop"))
     clock.advance(timedelta(0))
     run.refresh_from_db()
     beside.refresh_from_db()

@@ -83,6 +83,10 @@ else:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Users are made by the hundred in the tests: a hasher that costs nothing (Django's own
+# advice for test settings). Never use it anywhere else.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
 REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
 
 ASGI_APPLICATION = "tests.asgi.application"

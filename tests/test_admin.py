@@ -11,6 +11,7 @@ from django.test import Client, override_settings
 from django.urls import reverse
 
 from django_weft.models import Run, RunStatus, Schedule
+from django_weft.runs import start
 from example_project.shell.jobs import shell
 
 pytestmark = pytest.mark.django_db
@@ -145,7 +146,7 @@ def test_admin_schedule_actions(admin_client: Client) -> None:
 
 def test_admin_runs_are_read_only_and_abortable(admin_client: Client) -> None:
     """Run history cannot be added or deleted; the abort action aborts selected runs."""
-    run = shell.start({"command": "ls", "lines": 3})
+    run = start(shell, {"command": "ls", "lines": 3})
     assert admin_client.get(reverse("admin:django_weft_run_add")).status_code == 403
     page = admin_client.get(reverse("admin:django_weft_run_change", args=[run.pk])).content.decode()
     assert "ls" in page

@@ -388,7 +388,8 @@ def test_guest_may_not_abort_someone_elses_run(
     response = post(as_user(guest), f"{RUNS}{run.id}/abort/")
     assert response.status_code == 403
     assert response.json() == {
-        "detail": "you may not abort this run (needs django_weft.change_run, or to be its owner)"
+        "detail": f"you may not abort run {run.id} "
+        "(needs django_weft.change_run, or to be its owner)"
     }
     run.refresh_from_db()
     assert (run.status, run.abort_requested_at) == (RunStatus.QUEUED, None)
@@ -587,7 +588,8 @@ def test_guest_may_not_change_delete_or_run_someone_elses_schedule(
     client = as_user(guest)
     url = f"{SCHEDULES}{schedule.pk}/"
     needs_change = (
-        "you may not change this schedule (needs django_weft.change_schedule, or to be its owner)"
+        "you may not change schedule nightly "
+        "(needs django_weft.change_schedule, or to be its owner)"
     )
     for response in (
         client.patch(url, {"enabled": False}, format="json"),
@@ -601,7 +603,7 @@ def test_guest_may_not_change_delete_or_run_someone_elses_schedule(
     ran = post(client, f"{url}run-now/")
     assert ran.status_code == 403
     assert ran.json() == {
-        "detail": "you may not run this schedule now "
+        "detail": "you may not run now schedule nightly "
         "(needs django_weft.change_schedule, or to be its owner)"
     }
     stored = Schedule.objects.get()
@@ -650,7 +652,14 @@ def test_run_now_starts_a_run_of_the_schedule(owner: Any, as_user: Callable[...,
 def test_run_now_by_change_schedule_on_someone_elses_schedule(
     owner: Any, operator: Any, as_user: Callable[..., Any]
 ) -> None:
+    """An operator may run another user's schedule now, if they may start runs."""
     schedule = schedule_for(owner)
+    refused = post(as_user(operator), f"{SCHEDULES}{schedule.pk}/run-now/")
+    assert refused.status_code == 403
+    assert refused.json() == {"detail": "you may not start runs (needs django_weft.add_run)"}
+    assert not Run.objects.exists()
+    operator.user_permissions.add(Permission.objects.get(codename="add_run"))
+    operator = get_user_model().objects.get(pk=operator.pk)  # without its permission cache
     response = post(as_user(operator), f"{SCHEDULES}{schedule.pk}/run-now/")
     assert response.status_code == 201
     # The run belongs to the schedule's owner, whoever pressed the button.
@@ -726,7 +735,8 @@ def test_api_schedule_name_taken_by_a_concurrent_write_is_a_400(
     from django_weft.api.serializers import ScheduleOwnerSerializer
 
     user = get_user_model().objects.create_user("maker")
-    user.user_permissions.add(Permission.objects.get(codename="add_schedule"))
+    for codename in ("add_schedule", "add_run"):
+        user.user_permissions.add(Permission.objects.get(codename=codename))
     client = APIClient()
     client.force_authenticate(get_user_model().objects.get(pk=user.pk))
     Schedule.objects.create(name="taken", job="tests.noop", every=timedelta(hours=1))

@@ -17,6 +17,7 @@ import pytest
 from django.db import OperationalError, connections
 from django.test import override_settings
 
+from django_weft.changes import Changes
 from django_weft.executors import Executor, Slot, Task
 from django_weft.finishing import AttemptReport, record_attempt
 from django_weft.jobs import registry
@@ -47,7 +48,7 @@ def finishes(run: Run) -> dict[str, Any]:
 
 def test_retry_failing_twice_then_done_on_attempt_three(clock: DrivenClock, worker: Worker) -> None:
     """Two failed attempts are kept with their tracebacks; the third ends the run done."""
-    run = registry.get("tests.flaky").start()
+    run = start(registry.get("tests.flaky"))
     clock.advance(timedelta(0))
     waiting = Run.objects.get(pk=run.pk)
     assert (waiting.status, waiting.attempt) == (RunStatus.QUEUED, 1)
@@ -80,7 +81,7 @@ def test_retry_failing_twice_then_done_on_attempt_three(clock: DrivenClock, work
 
 def test_retry_attempts_used_up_end_the_run_failed(clock: DrivenClock, worker: Worker) -> None:
     """The last attempt's error is the run's; the earlier one is an attempt record."""
-    run = registry.get("tests.always_fails").start()
+    run = start(registry.get("tests.always_fails"))
     clock.advance(MINUTE)
     failed = Run.objects.get(pk=run.pk)
     assert (failed.status, failed.attempt) == (RunStatus.FAILED, 2)
@@ -95,7 +96,7 @@ def test_failed_run_stores_its_traceback_without_retries(
     clock: DrivenClock, worker: Worker
 ) -> None:
     """A job without a retry policy fails once, with its full traceback on the run."""
-    run = registry.get("tests.broken").start()
+    run = start(registry.get("tests.broken"))
     clock.advance(timedelta(0))
     failed = Run.objects.get(pk=run.pk)
     assert failed.status == RunStatus.FAILED
@@ -107,7 +108,7 @@ def test_failed_run_stores_its_traceback_without_retries(
 
 def test_retry_never_types_fail_at_once(clock: DrivenClock, worker: Worker) -> None:
     """An exception type the policy never retries ends the run at its first attempt."""
-    run = registry.get("tests.never_retried").start()
+    run = start(registry.get("tests.never_retried"))
     clock.advance(timedelta(0))
     failed = Run.objects.get(pk=run.pk)
     assert (failed.status, failed.attempt, failed.error_type) == (RunStatus.FAILED, 1, "KeyError")
@@ -131,7 +132,7 @@ def test_retry_schedule_record_shows_the_final_attempt(
 def test_lost_run_is_retried_when_its_job_allows(clock: DrivenClock, worker: Worker) -> None:
     """A run whose worker died is queued again; the lost attempt is on record."""
     worker.start()
-    run = registry.get("tests.retried_when_lost").start({"seconds": 0})
+    run = start(registry.get("tests.retried_when_lost"), {"seconds": 0})
     now = clock.now()
     dead = WorkerProcess.objects.create(
         hostname="gone", pid=1, started_at=now - MINUTE, last_beat=now - MINUTE
@@ -151,7 +152,7 @@ def test_lost_run_is_retried_when_its_job_allows(clock: DrivenClock, worker: Wor
 
 def test_late_report_of_an_earlier_attempt_is_discarded(caplog: pytest.LogCaptureFixture) -> None:
     """Only the claim that holds the run finishes it: worker and attempt both count."""
-    run = registry.get("tests.flaky").start()
+    run = start(registry.get("tests.flaky"))
     now = run.created_at
     worker = WorkerProcess.objects.create(hostname="h", pid=1, started_at=now, last_beat=now)
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, worker=worker, attempt=2)
@@ -165,7 +166,7 @@ def test_late_report_of_an_earlier_attempt_is_discarded(caplog: pytest.LogCaptur
         result=1,
     )
     with caplog.at_level(logging.WARNING, logger="django_weft.runs"):
-        assert record_attempt(late, now=now) is None
+        assert record_attempt(late, now=now, changes=Changes()) is None
     assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
     assert "late outcome of run" in caplog.text
     assert "discarded" in caplog.text
@@ -179,7 +180,7 @@ def test_late_report_of_an_earlier_attempt_is_discarded(caplog: pytest.LogCaptur
         result=3,
     )
     Run.objects.filter(pk=run.pk).update(attempt=3)
-    assert record_attempt(current, now=now) is not None
+    assert record_attempt(current, now=now, changes=Changes()) is not None
     assert Run.objects.get(pk=run.pk).status == RunStatus.DONE
 
 
@@ -212,7 +213,7 @@ def test_base_exception_in_a_job_fails_the_run_and_the_worker_goes_on(
     failed = Run.objects.get(pk=raised.pk)
     assert (failed.status, failed.error_type) == (RunStatus.FAILED, error_type)
     assert failed.error_traceback.startswith("Traceback")
-    after = [registry.get("tests.noop").start() for _ in range(3)]
+    after = [start(registry.get("tests.noop")) for _ in range(3)]
     wait_for(
         lambda: Run.objects.filter(pk__in=[r.pk for r in after], status="done").count() == 3,
         what="the runs after it",
@@ -297,7 +298,7 @@ def test_worker_declared_dead_fences_itself_and_registers_again(
 ) -> None:
     """A paused worker's run is lost elsewhere; its late outcome is discarded, it re-registers."""
     paused = Worker(clock=clock, executor=HeldExecutor(1))
-    run = registry.get("tests.watched_sleep").start({"seconds": 0})
+    run = start(registry.get("tests.watched_sleep"), {"seconds": 0})
     paused.start()
     paused.tick()
     assert Run.objects.get(pk=run.pk).worker_id == paused.process.pk  # type: ignore[union-attr]
@@ -322,7 +323,7 @@ def test_worker_declared_dead_fences_itself_and_registers_again(
     assert paused.process is not None
     assert paused.process.pk != first_identity.pk
 
-    again = registry.get("tests.noop").start()
+    again = start(registry.get("tests.noop"))
     paused.tick()
     assert Run.objects.get(pk=again.pk).worker_id == paused.process.pk
     paused.executor.release()  # type: ignore[attr-defined]
@@ -336,7 +337,7 @@ def test_new_worker_reaps_only_after_a_lost_after_window_of_its_own(clock: Drive
     silent = WorkerProcess.objects.create(
         hostname="h", pid=1, started_at=now - MINUTE, last_beat=now - MINUTE
     )
-    run = registry.get("tests.sleep").start({"seconds": 0})
+    run = start(registry.get("tests.sleep"), {"seconds": 0})
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, worker=silent, attempt=1)
     worker = Worker(clock=clock, executor="django_weft.executors.InlineExecutor", schedules=False)
     worker.start()
@@ -356,7 +357,7 @@ def test_run_threads_keep_their_connection_with_conn_max_age_zero(
     assert connections["default"].settings_dict["CONN_MAX_AGE"] == 0
     seen: set[int] = set()
     for _ in range(8):
-        run = registry.get("tests.connection_id").start()
+        run = start(registry.get("tests.connection_id"))
         wait_for(lambda run=run: Run.objects.get(pk=run.pk).is_finished, what="the run")  # type: ignore[misc]
         seen.add(Run.objects.get(pk=run.pk).result)
     assert len(seen) <= running_worker.executor.concurrency

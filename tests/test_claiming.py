@@ -29,7 +29,7 @@ def deployed() -> tuple[tuple[str, int], ...]:
 
 def test_claim_takes_at_most_the_limit_in_one_statement(process: WorkerProcess) -> None:
     """Ten queued, a limit of four: four claimed, in one statement, none read again."""
-    runs = [registry.get("tests.noop").start() for _ in range(10)]
+    runs = [start(registry.get("tests.noop")) for _ in range(10)]
     with CaptureQueriesContext(connection) as queries:
         claimed = claim(deployed(), limit=4, worker=process, now=timezone.now(), queues=None)
     assert len(claimed) == 4
@@ -42,10 +42,10 @@ def test_claim_takes_at_most_the_limit_in_one_statement(process: WorkerProcess) 
 def test_claim_by_priority_then_age(process: WorkerProcess) -> None:
     """Higher priority first (the job's or the start's), then the older run."""
     noop = registry.get("tests.noop")
-    low = noop.start(priority=-5)
-    plain = noop.start()
-    urgent = noop.start(priority=50)
-    also_urgent = noop.start(priority=50)
+    low = start(noop, priority=-5)
+    plain = start(noop)
+    urgent = start(noop, priority=50)
+    also_urgent = start(noop, priority=50)
     claimed = claim(deployed(), limit=10, worker=process, now=timezone.now(), queues=None)
     assert [run.pk for run in claimed] == [urgent.pk, also_urgent.pk, plain.pk, low.pk]
 
@@ -54,7 +54,7 @@ def test_claim_by_priority_then_age(process: WorkerProcess) -> None:
 def test_start_refuses_a_priority_out_of_range(priority: object) -> None:
     """A priority outside -100..100 is refused with a message naming it; nothing is written."""
     with pytest.raises(ValueError, match="priority must be a whole number from -100 to 100"):
-        registry.get("tests.noop").start(priority=priority)  # type: ignore[arg-type]
+        start(registry.get("tests.noop"), priority=priority)  # type: ignore[arg-type]
     assert not Run.objects.exists()
 
 
@@ -65,9 +65,9 @@ def test_claim_skips_blocked_runs_other_queues_and_waiting_retries(
     now = timezone.now()
     Run.objects.create(job="tests.noop", job_version=9, created_at=now - timedelta(hours=1))
     Run.objects.create(job="tests.noop", queue="reports", created_at=now - timedelta(minutes=30))
-    waiting = registry.get("tests.noop").start()
+    waiting = start(registry.get("tests.noop"))
     Run.objects.filter(pk=waiting.pk).update(retry_at=now + timedelta(minutes=1))
-    ready = registry.get("tests.noop").start()
+    ready = start(registry.get("tests.noop"))
     claimed = claim(deployed(), limit=10, worker=process, now=now, queues=["default"])
     assert [run.pk for run in claimed] == [ready.pk]
     later = claim(deployed(), limit=10, worker=process, now=now + timedelta(minutes=2), queues=None)

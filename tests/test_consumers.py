@@ -14,10 +14,11 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser, Permission
 from django.test import override_settings
 
-from django_weft import live
+from django_weft import projections
 from django_weft.consumers import RunsConsumer
 from django_weft.documents import change_document, open_document
 from django_weft.models import Run, RunStatus
+from django_weft.runs import start
 from django_weft.worker import Worker
 from tests.live_client import CommunicatorSocket, open_socket
 
@@ -186,19 +187,8 @@ async def test_consumer_owner_sees_output_guest_sees_phase(
     assert phases[0] == "queued"
     assert "running" in phases
     assert not [f for f in theirs.seen if f["type"] == "state"], "a guest never gets output"
-    assert set(finished["run"]) == {
-        "id",
-        "job",
-        "phase",
-        "status",
-        "args",
-        "owner",
-        "schedule",
-        "due",
-        "created_at",
-        "started_at",
-        "finished_at",
-    }
+    assert set(finished["run"]) == set(projections.GUEST_RUN_KEYS)
+    assert not set(finished["run"]) & {"state", "result", "error_message", "idempotency_key"}
     assert finished["run"]["args"] == {"command": "npm test", "lines": 5}
 
 
@@ -299,16 +289,16 @@ async def test_consumer_guest_view_is_computed_once_per_change(
     """One change computes the guest view once, however many guests watch."""
     guests = [await open_socket(sockets, guest) for _ in range(5)]
     calls: list[str] = []
-    real = live.views_of
+    real = projections.run_views
 
     def counting(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
         calls.append(str(run.pk))
         return real(run)
 
-    monkeypatch.setattr(live, "views_of", counting)
+    monkeypatch.setattr(projections, "run_views", counting)
     from example_project.shell.jobs import shell
 
-    run = await sync_to_async(shell.start)({"command": "ls", "lines": 1}, owner=owner)
+    run = await sync_to_async(start)(shell, {"command": "ls", "lines": 1}, owner=owner)
     for socket in guests:
         frame = await socket.until(lambda f: f["type"] == "run")
         assert frame["run"]["id"] == str(run.pk)
@@ -354,7 +344,7 @@ async def test_consumer_abort_asked_twice_is_acknowledged_twice(
     socket = await open_socket(sockets, owner)
     from example_project.shell.jobs import shell
 
-    run = await sync_to_async(shell.start)({"command": "x", "lines": 5}, owner=owner)
+    run = await sync_to_async(start)(shell, {"command": "x", "lines": 5}, owner=owner)
     await sync_to_async(Run.objects.filter(pk=run.pk).update)(status=RunStatus.RUNNING)
     for request_id in ("a1", "a2"):
         await socket.send({"type": "abort", "run": str(run.pk), "request_id": request_id})
@@ -393,7 +383,7 @@ async def test_consumer_snapshot_lists_recently_finished_runs_in_the_right_view(
     def prepare() -> list[str]:
         ids = []
         for n in range(3):
-            run = shell.start({"command": f"c{n}", "lines": 0}, owner=owner if n != 1 else None)
+            run = start(shell, {"command": f"c{n}", "lines": 0}, owner=owner if n != 1 else None)
             Run.objects.filter(pk=run.pk).update(
                 status=RunStatus.DONE, finished_at=timezone.now() + timedelta(minutes=3 - n)
             )

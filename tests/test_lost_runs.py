@@ -8,9 +8,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from django_weft.changes import Changes
 from django_weft.jobs import registry
 from django_weft.models import Document, Run, RunStatus, WorkerProcess
 from django_weft.reaping import finish_lost
+from django_weft.runs import start
 from tests.processes import runjobs, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,7 +22,7 @@ FAST = {"WEFT_TEST_HEARTBEAT_INTERVAL": "0.2", "WEFT_TEST_LOST_AFTER": "1.5"}
 
 def test_lost_run_of_a_killed_worker_is_finished_once_by_another() -> None:
     """SIGKILL mid-run: a surviving worker finishes the run lost within the timeout; one finish."""
-    run = registry.get("tests.watched_sleep").start({"seconds": 600})
+    run = start(registry.get("tests.watched_sleep"), {"seconds": 600})
     doomed = runjobs(extra_env=FAST)
     survivors = []
     try:
@@ -55,16 +57,16 @@ def test_finish_lost_spares_workers_that_beat() -> None:
         hostname="b", pid=2, started_at=now, last_beat=now - timedelta(minutes=5)
     )
     job = registry.get("tests.sleep")
-    mine = job.start({"seconds": 1})
-    theirs = job.start({"seconds": 1})
+    mine = start(job, {"seconds": 1})
+    theirs = start(job, {"seconds": 1})
     Run.objects.filter(pk=mine.pk).update(status=RunStatus.RUNNING, worker=alive)
     Run.objects.filter(pk=theirs.pk).update(status=RunStatus.RUNNING, worker=silent)
 
-    assert finish_lost(now=now, silent_since=now - timedelta(seconds=30)) == 1
+    assert finish_lost(now=now, silent_since=now - timedelta(seconds=30), changes=Changes()) == 1
     assert Run.objects.get(pk=mine.pk).status == RunStatus.RUNNING
     assert Run.objects.get(pk=theirs.pk).status == RunStatus.LOST
     assert WorkerProcess.objects.get(pk=silent.pk).stopped_at == now
-    assert finish_lost(now=now, silent_since=now - timedelta(seconds=30)) == 0
+    assert finish_lost(now=now, silent_since=now - timedelta(seconds=30), changes=Changes()) == 0
 
 
 def test_finish_lost_takes_runs_of_stopped_or_vanished_workers() -> None:
@@ -74,8 +76,8 @@ def test_finish_lost_takes_runs_of_stopped_or_vanished_workers() -> None:
         hostname="c", pid=3, started_at=now, last_beat=now, stopped_at=now
     )
     job = registry.get("tests.sleep")
-    of_stopped, of_nobody = job.start({"seconds": 1}), job.start({"seconds": 1})
+    of_stopped, of_nobody = start(job, {"seconds": 1}), start(job, {"seconds": 1})
     Run.objects.filter(pk=of_stopped.pk).update(status=RunStatus.RUNNING, worker=stopped)
     Run.objects.filter(pk=of_nobody.pk).update(status=RunStatus.RUNNING, worker=None)
-    assert finish_lost(now=now, silent_since=now - timedelta(seconds=30)) == 2
+    assert finish_lost(now=now, silent_since=now - timedelta(seconds=30), changes=Changes()) == 2
     assert set(Run.objects.values_list("status", flat=True)) == {RunStatus.LOST}

@@ -16,6 +16,7 @@ from django.utils import timezone
 from django_weft.jobs import registry
 from django_weft.models import Attempt, Document, Run, RunStatus, Schedule, WorkerProcess
 from django_weft.pruning import prune, prune_batch
+from django_weft.runs import start
 from django_weft.testing import DrivenClock
 from django_weft.worker import Worker
 
@@ -26,7 +27,7 @@ DAY = timedelta(days=1)
 
 def finished_run(status: str, days_ago: float, **fields: Any) -> Run:
     """A run of a job with a state document, finished ``days_ago`` days ago, with an attempt."""
-    run = registry.get("tests.private").start({"label": "x", "secret": "y"})
+    run = start(registry.get("tests.private"), {"label": "x", "secret": "y"})
     moment = timezone.now() - timedelta(days=days_ago)
     Run.objects.filter(pk=run.pk).update(status=status, finished_at=moment, **fields)
     Attempt.objects.create(run=run, number=1, status=RunStatus.FAILED, ended_at=moment)
@@ -48,7 +49,7 @@ def test_prune_keeps_recent_unfinished_and_schedule_last_runs() -> None:
     last = finished_run("done", 90)
     Schedule.objects.create(name="nightly", job="tests.noop", every=DAY)
     Schedule.objects.filter(name="nightly").update(last_run=last)
-    queued = registry.get("tests.noop").start()
+    queued = start(registry.get("tests.noop"))
     Run.objects.filter(pk=queued.pk).update(created_at=timezone.now() - 90 * DAY)
     assert prune(before=timezone.now() - 30 * DAY, size=1000) == 0
     assert Run.objects.filter(pk__in=[recent.pk, last.pk, queued.pk]).count() == 3

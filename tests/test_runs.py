@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 from django.utils import timezone
 
+from django_weft.changes import Changes
 from django_weft.documents import change_document, open_document
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
@@ -20,7 +21,8 @@ from django_weft.exceptions import (
 from django_weft.finishing import finish
 from django_weft.jobs import registry
 from django_weft.models import Document, Run, RunStatus
-from django_weft.runs import abort
+from django_weft.projections import phase
+from django_weft.runs import abort, start
 from django_weft.worker import Worker
 from example_project.shell.jobs import shell
 from tests.processes import wait_for
@@ -58,7 +60,7 @@ def concurrently(count: int, call: Callable[[], Any]) -> list[Any]:
 def test_start_invalid_args_names_the_field_and_writes_nothing() -> None:
     """Args that fail the serializer raise InvalidArgs naming each field; no row is written."""
     with pytest.raises(InvalidArgs) as error:
-        shell.start({"command": "", "lines": -1, "extra": True})
+        start(shell, {"command": "", "lines": -1, "extra": True})
     assert set(error.value.errors) == {"command", "lines", "extra"}
     assert "shell.run" in str(error.value)
     assert not Run.objects.exists()
@@ -67,7 +69,7 @@ def test_start_invalid_args_names_the_field_and_writes_nothing() -> None:
 
 def test_start_returns_the_run_at_once_with_its_state_document() -> None:
     """A start commits a queued run and its state document with the initial value."""
-    run = shell.start({"command": "ls", "lines": 1})
+    run = start(shell, {"command": "ls", "lines": 1})
     stored = Run.objects.select_related("state").get(pk=run.pk)
     assert stored.status == RunStatus.QUEUED
     assert stored.args == {"command": "ls", "lines": 1}
@@ -81,25 +83,25 @@ def test_start_returns_the_run_at_once_with_its_state_document() -> None:
 
 def test_start_same_key_returns_the_existing_run() -> None:
     """An idempotency key returns the run it first made, also once it has finished."""
-    first = registry.get("tests.noop").start(key="k")
+    first = start(registry.get("tests.noop"), key="k")
     execute_all()
-    again = registry.get("tests.noop").start(key="k")
+    again = start(registry.get("tests.noop"), key="k")
     assert again.pk == first.pk
     assert Run.objects.count() == 1
 
 
 def test_start_same_key_other_args_is_refused() -> None:
     """A key sent again with different args is refused instead of returning the wrong run."""
-    shell.start({"command": "ls", "lines": 1}, key="k")
+    start(shell, {"command": "ls", "lines": 1}, key="k")
     with pytest.raises(IdempotencyKeyReused, match='idempotency key "k"'):
-        shell.start({"command": "rm -rf /", "lines": 1}, key="k")
+        start(shell, {"command": "rm -rf /", "lines": 1}, key="k")
     assert Run.objects.count() == 1
 
 
 def test_start_concurrent_same_key_makes_one_run() -> None:
     """Two starts racing with one key get the same run; the database holds one."""
     job = registry.get("tests.sleep")
-    results = concurrently(4, lambda: job.start({"seconds": 0}, key="race").pk)
+    results = concurrently(4, lambda: start(job, {"seconds": 0}, key="race").pk)
     assert all(not isinstance(r, Exception) for r in results), results
     assert len(set(results)) == 1
     assert Run.objects.count() == 1
@@ -107,7 +109,7 @@ def test_start_concurrent_same_key_makes_one_run() -> None:
 
 def test_start_concurrent_starts_respect_the_concurrency_limit() -> None:
     """Racing starts of a one-at-a-time job: one run, the others refused by the limit."""
-    results = concurrently(4, lambda: shell.start({"command": "ls", "lines": 1}))
+    results = concurrently(4, lambda: start(shell, {"command": "ls", "lines": 1}))
     runs = [r for r in results if isinstance(r, Run)]
     refused = [r for r in results if isinstance(r, ConcurrencyLimitReached)]
     assert (len(runs), len(refused)) == (1, 3), results
@@ -119,24 +121,24 @@ def test_start_concurrency_key_limits_per_owner() -> None:
     users = get_user_model().objects
     alice, bob = users.create_user("alice"), users.create_user("bob")
     job = registry.get("tests.one_per_owner")
-    job.start({"label": "a"}, owner=alice)
-    job.start({"label": "b"}, owner=bob)
+    start(job, {"label": "a"}, owner=alice)
+    start(job, {"label": "b"}, owner=bob)
     with pytest.raises(ConcurrencyLimitReached, match='for key "user:'):
-        job.start({"label": "a2"}, owner=alice)
+        start(job, {"label": "a2"}, owner=alice)
     assert Run.objects.count() == 2
 
 
 def test_start_allowed_again_once_the_run_finished() -> None:
     """The concurrency limit counts unfinished runs only."""
-    shell.start({"command": "ls", "lines": 0})
+    start(shell, {"command": "ls", "lines": 0})
     execute_all()
-    shell.start({"command": "ls", "lines": 0})
+    start(shell, {"command": "ls", "lines": 0})
     assert Run.objects.count() == 3  # two shells and the notify the first one chained
 
 
 def test_async_job_runs_to_done() -> None:
     """An ``async def`` job runs, changes its state and returns its result."""
-    run = registry.get("tests.async_sum").start({"seconds": 0.01})
+    run = start(registry.get("tests.async_sum"), {"seconds": 0.01})
     execute_all()
     done = Run.objects.select_related("state").get(pk=run.pk)
     assert done.status == RunStatus.DONE
@@ -147,14 +149,14 @@ def test_async_job_runs_to_done() -> None:
 
 def test_run_receives_attempt_and_no_transaction() -> None:
     """The run step executes outside any transaction and sees its attempt number."""
-    run = registry.get("tests.noop").start()
+    run = start(registry.get("tests.noop"))
     execute_all()
     assert Run.objects.get(pk=run.pk).attempt == 1
 
 
 def test_finish_hook_commits_with_the_outcome() -> None:
     """A finish hook's document change and chained start commit with the outcome."""
-    run = registry.get("tests.chain").start({"fail": False})
+    run = start(registry.get("tests.chain"), {"fail": False})
     execute_all()
     assert Run.objects.get(pk=run.pk).status == RunStatus.DONE
     assert Document.objects.get(key="tests:chain").data == {"finishes": 1}
@@ -163,7 +165,7 @@ def test_finish_hook_commits_with_the_outcome() -> None:
 
 def test_finish_hook_that_raises_rolls_back_everything_it_did() -> None:
     """A hook that raises after starting a job leaves no job and no change, and says so."""
-    run = registry.get("tests.chain").start({"fail": True})
+    run = start(registry.get("tests.chain"), {"fail": True})
     execute_all()
     failed = Run.objects.get(pk=run.pk)
     assert failed.status == RunStatus.FAILED
@@ -175,17 +177,17 @@ def test_finish_hook_that_raises_rolls_back_everything_it_did() -> None:
 
 def test_finish_happens_once() -> None:
     """A second finish of the same run changes nothing and its hook does not run again."""
-    run = registry.get("tests.watched_sleep").start({"seconds": 0})
+    run = start(registry.get("tests.watched_sleep"), {"seconds": 0})
     now = timezone.now()
-    assert finish(run.pk, RunStatus.LOST, now=now) is not None
-    assert finish(run.pk, RunStatus.DONE, now=now) is None
+    assert finish(run.pk, RunStatus.LOST, now=now, changes=Changes()) is not None
+    assert finish(run.pk, RunStatus.DONE, now=now, changes=Changes()) is None
     assert Run.objects.get(pk=run.pk).status == RunStatus.LOST
     assert Document.objects.get(key=f"tests:finishes:{run.pk}").data["count"] == 1
 
 
 def test_abort_of_a_queued_run_finishes_it_at_once() -> None:
     """A run no worker has claimed is aborted without waiting for one."""
-    run = shell.start({"command": "ls", "lines": 1})
+    run = start(shell, {"command": "ls", "lines": 1})
     assert abort(run)
     aborted = Run.objects.get(pk=run.pk)
     assert aborted.status == RunStatus.ABORTED
@@ -195,7 +197,7 @@ def test_abort_of_a_queued_run_finishes_it_at_once() -> None:
 
 def test_abort_stops_a_running_run_at_its_next_sleep(running_worker: Worker) -> None:
     """An abort is a request: the run raises at its next sleep and finishes aborted."""
-    run = registry.get("tests.watched_sleep").start({"seconds": 600})
+    run = start(registry.get("tests.watched_sleep"), {"seconds": 600})
     wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
     assert abort(run)
     wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the abort", timeout=10)
@@ -216,7 +218,7 @@ def test_blocked_run_is_not_executed_and_can_be_aborted() -> None:
     for run in (blocked, unknown):
         run.refresh_from_db()
         assert run.status == RunStatus.QUEUED
-        assert run.phase == "blocked"
+        assert phase(run) == "blocked"
         assert run.attempt == 0
     assert abort(blocked)
     assert Run.objects.get(pk=blocked.pk).status == RunStatus.ABORTED
@@ -240,7 +242,7 @@ def test_document_concurrent_changes_lose_no_update() -> None:
 
 def test_run_returning_non_json_fails_with_a_clear_error() -> None:
     """A result JSON cannot hold fails the run with a message, instead of leaving it running."""
-    run = registry.get("tests.returns_a_moment").start()
+    run = start(registry.get("tests.returns_a_moment"))
     execute_all()
     failed = Run.objects.get(pk=run.pk)
     assert (failed.status, failed.error_type) == (RunStatus.FAILED, "InvalidResult")
@@ -249,7 +251,7 @@ def test_run_returning_non_json_fails_with_a_clear_error() -> None:
 
 def test_run_that_swallows_the_abort_is_still_aborted(running_worker: Worker) -> None:
     """A job that catches RunAborted and returns is finished aborted, on every database."""
-    run = registry.get("tests.swallows_abort").start({"seconds": 600})
+    run = start(registry.get("tests.swallows_abort"), {"seconds": 600})
     wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
     abort(run)
     wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the abort")
@@ -258,7 +260,7 @@ def test_run_that_swallows_the_abort_is_still_aborted(running_worker: Worker) ->
 
 def test_run_that_never_checks_finishes_done_despite_an_abort_request() -> None:
     """An abort is a request: a run that never sleeps or checks completes as done."""
-    run = registry.get("tests.spin").start({"seconds": 0})
+    run = start(registry.get("tests.spin"), {"seconds": 0})
     Run.objects.filter(pk=run.pk).update(abort_requested_at=timezone.now())
     execute_all()
     assert Run.objects.get(pk=run.pk).status == RunStatus.DONE
@@ -266,7 +268,7 @@ def test_run_that_never_checks_finishes_done_despite_an_abort_request() -> None:
 
 def test_run_end_flushes_a_throttle_the_job_did_not_stop() -> None:
     """A throttled write still pending when the job returns reaches the final state."""
-    run = registry.get("tests.forgets_to_flush").start()
+    run = start(registry.get("tests.forgets_to_flush"))
     execute_all()
     done = Run.objects.select_related("state").get(pk=run.pk)
     assert done.status == RunStatus.DONE

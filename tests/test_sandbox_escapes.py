@@ -16,6 +16,7 @@ import pytest
 from django_weft.conf import weft_settings
 from django_weft.jobs import registry
 from django_weft.models import RunStatus
+from django_weft.runs import start
 from django_weft.testing import DrivenClock
 from django_weft.worker import Worker
 from tests.sandbox_helpers import (  # noqa: F401  (layers: a fixture)
@@ -380,7 +381,7 @@ def test_escape_worker_runs_on_after_every_failure(sandbox: DrivenClock) -> None
     for source in ("import os\n", "def default():\n    while True:\n        pass\n"):
         run_module(sandbox, source)
     store("def default():\n    return 'still here'\n", name="tests/ok")
-    run = registry.get("weft.module").start({"module": "tests/ok"})
+    run = start(registry.get("weft.module"), {"module": "tests/ok"})
     sandbox.advance(timedelta(0))
     run.refresh_from_db()
     assert (run.status, run.result) == (RunStatus.DONE, "still here")

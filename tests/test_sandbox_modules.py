@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from django_weft.models import Module, ModuleRevision, Schedule
 from django_weft.sandbox.modules import save_module
+from django_weft.schedules import save_schedule
 from tests import sandbox_helpers  # noqa: F401  (registers the tests' host functions)
 
 pytestmark = pytest.mark.django_db
@@ -76,8 +77,10 @@ def test_save_module_refuses_bad_names(name: str) -> None:
 def test_schedule_of_an_unknown_module_is_refused() -> None:
     """A schedule running ``weft.module`` for a module nobody stored is refused on save."""
     with pytest.raises(ValidationError) as refused:
-        Schedule.objects.create(
-            name="report", job="weft.module", args={"module": "report/none"}, every="1:00:00"
+        save_schedule(
+            Schedule(
+                name="report", job="weft.module", args={"module": "report/none"}, every="1:00:00"
+            )
         )
     assert refused.value.message_dict["args"] == [
         'module: No stored module is named "report/none".'
@@ -95,7 +98,7 @@ def test_schedule_of_a_module_with_bad_args(args: dict[str, Any], field: str, sa
     """``method`` must be a plain name and ``args`` a list or an object."""
     save_module(Module(name="m", source="def default():\n    return 1\n"))
     with pytest.raises(ValidationError) as refused:
-        Schedule.objects.create(name="s", job="weft.module", args=args, every="1:00:00")
+        save_schedule(Schedule(name="s", job="weft.module", args=args, every="1:00:00"))
     assert any(
         message.startswith(f"{field}:") and says in message
         for message in refused.value.message_dict["args"]

@@ -8,6 +8,7 @@ import pytest
 
 from django_weft.jobs import registry
 from django_weft.models import Run, RunStatus
+from django_weft.runs import start
 from tests.processes import runjobs, wait_for
 from tests.sandbox_helpers import store
 
@@ -28,7 +29,7 @@ def test_runjobs_survives_escaping_modules() -> None:
     for name, (source, _) in ESCAPES.items():
         store(source, name=name)
     store("def default():\n    return 'alive'\n", name="tests/alive")
-    runs = {name: registry.get("weft.module").start({"module": name}) for name in ESCAPES}
+    runs = {name: start(registry.get("weft.module"), {"module": name}) for name in ESCAPES}
     process = runjobs("--concurrency", "2")
     try:
         for name, run in runs.items():
@@ -37,7 +38,7 @@ def test_runjobs_survives_escaping_modules() -> None:
                 timeout=60,
                 what=f"the run of {name} to fail",
             )
-        alive = registry.get("weft.module").start({"module": "tests/alive"})
+        alive = start(registry.get("weft.module"), {"module": "tests/alive"})
         wait_for(
             lambda: Run.objects.get(pk=alive.pk).status == RunStatus.DONE,
             timeout=60,

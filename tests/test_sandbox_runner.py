@@ -14,7 +14,7 @@ from django.db import connections
 from django_weft.exceptions import InvalidArgs
 from django_weft.jobs import registry
 from django_weft.models import RunStatus, Schedule
-from django_weft.runs import abort
+from django_weft.runs import abort, start
 from django_weft.sandbox.calls import call_module
 from django_weft.sandbox.errors import ModuleRaised, UnknownModule
 from django_weft.sandbox.protocol import MANDATORY_LAYERS, OPTIONAL_LAYERS
@@ -109,7 +109,7 @@ def test_module_run_records_layers_revision_and_output(clock: DrivenClock, worke
 def test_module_unknown_is_refused_at_start() -> None:
     """Starting ``weft.module`` for a module nobody stored is refused, naming the arg."""
     with pytest.raises(InvalidArgs) as refused:
-        registry.get("weft.module").start({"module": "nope"})
+        start(registry.get("weft.module"), {"module": "nope"})
     assert refused.value.errors == {"module": ['No stored module is named "nope".']}
 
 
@@ -164,7 +164,7 @@ def test_abort_kills_the_child(running_worker: Worker, settings: Any) -> None:
     settings.WEFT_SANDBOX_CPU_SECONDS = 60
     settings.WEFT_SANDBOX_WALL_SECONDS = 60.0
     store("def default():\n    while True:\n        pass\n", name="tests/loop")
-    run = registry.get("weft.module").start({"module": "tests/loop"})
+    run = start(registry.get("weft.module"), {"module": "tests/loop"})
     wait_for(lambda: run.__class__.objects.get(pk=run.pk).status == RunStatus.RUNNING)
     time.sleep(0.5)
     started = time.monotonic()

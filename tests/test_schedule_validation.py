@@ -1,9 +1,12 @@
 """Tests for Schedule validation (DESIGN §1): an unschedulable row is refused on save.
 
-Every row DESIGN §1 calls unschedulable is refused by ``save()`` (so by every ORM write
-that goes through the model), by ``full_clean()`` (forms, the admin, the API) and, for
-the plan shape, by the database's own check constraints (``QuerySet.update`` skips
-``save()``). A refusal writes nothing, on insert and on update alike.
+A plan DESIGN §1 calls unschedulable is refused by the model's ``save()`` (so by every ORM
+write that goes through the model), by ``full_clean()`` and, for the plan shape, by the
+database's own check constraints (``QuerySet.update`` skips ``save()``). A job that is
+not deployed or args that fail its serializer are refused by
+:func:`django_weft.schedules.save_schedule`, which the admin, the API and the service
+layer save through (the model cannot know what code is deployed), and reported at the
+first fire of a row written around it. A refusal writes nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from django_weft.models import Schedule
+from django_weft.schedules import save_schedule
 
 pytestmark = pytest.mark.django_db
 
@@ -111,6 +115,12 @@ INVALID = [
 ]
 
 
+#: The refusals the model itself makes: the plan's. The others name the job or its args.
+PLAN_INVALID = [
+    case for case in INVALID if "job" not in case.values[1] and "args" not in case.values[1]
+]
+
+
 def fields(**overrides: Any) -> dict[str, Any]:
     """The blank plan with ``overrides`` applied."""
     return {**BLANK, **overrides}
@@ -135,7 +145,7 @@ def existing() -> Schedule:
 # --- refused on save (the ORM) ---------------------------------------------------------
 
 
-@pytest.mark.parametrize(("overrides", "expected"), INVALID)
+@pytest.mark.parametrize(("overrides", "expected"), PLAN_INVALID)
 def test_schedule_create_unschedulable_row(
     overrides: dict[str, Any], expected: dict[str, list[str]]
 ) -> None:
@@ -148,7 +158,7 @@ def test_schedule_create_unschedulable_row(
     assert not Schedule.objects.filter(name="refused").exists()
 
 
-@pytest.mark.parametrize(("overrides", "expected"), INVALID)
+@pytest.mark.parametrize(("overrides", "expected"), PLAN_INVALID)
 def test_schedule_save_update_to_unschedulable_row(
     existing: Schedule, overrides: dict[str, Any], expected: dict[str, list[str]]
 ) -> None:
@@ -170,7 +180,7 @@ def test_schedule_save_update_to_unschedulable_row(
     assert (existing.every, existing.at) == (timedelta(minutes=10), None)
 
 
-@pytest.mark.parametrize(("overrides", "expected"), INVALID)
+@pytest.mark.parametrize(("overrides", "expected"), PLAN_INVALID)
 def test_schedule_save_update_fields_to_unschedulable_row(
     existing: Schedule, overrides: dict[str, Any], expected: dict[str, list[str]]
 ) -> None:
@@ -193,7 +203,7 @@ def test_schedule_save_update_fields_to_unschedulable_row(
 # --- refused by full_clean (forms, the admin, the API) -----------------------------------
 
 
-@pytest.mark.parametrize(("overrides", "expected"), INVALID)
+@pytest.mark.parametrize(("overrides", "expected"), PLAN_INVALID)
 def test_schedule_full_clean_unschedulable_row(
     overrides: dict[str, Any], expected: dict[str, list[str]]
 ) -> None:
@@ -206,7 +216,7 @@ def test_schedule_full_clean_unschedulable_row(
     assert Schedule.objects.count() == before
 
 
-@pytest.mark.parametrize(("overrides", "expected"), INVALID)
+@pytest.mark.parametrize(("overrides", "expected"), PLAN_INVALID)
 def test_schedule_full_clean_update_to_unschedulable_row(
     existing: Schedule, overrides: dict[str, Any], expected: dict[str, list[str]]
 ) -> None:
@@ -220,6 +230,38 @@ def test_schedule_full_clean_update_to_unschedulable_row(
     assert (existing.every, existing.cron, existing.at) == (timedelta(minutes=10), "", None)
 
 
+# --- refused by save_schedule (the admin, the API, the service layer) ---------------------
+
+
+@pytest.mark.parametrize(("overrides", "expected"), INVALID)
+def test_save_schedule_refuses_unschedulable_row(
+    overrides: dict[str, Any], expected: dict[str, list[str]]
+) -> None:
+    """save_schedule refuses every unschedulable row, job and args included; nothing is written."""
+    with pytest.raises(ValidationError) as caught:
+        save_schedule(Schedule(name="refused", **fields(**overrides)))
+    assert_refusal(caught.value, expected)
+    assert not Schedule.objects.exists()
+
+
+@pytest.mark.parametrize(("overrides", "expected"), INVALID)
+def test_save_schedule_refuses_update_to_unschedulable_row(
+    existing: Schedule, overrides: dict[str, Any], expected: dict[str, list[str]]
+) -> None:
+    """An edit into an unschedulable row is refused; the stored row keeps its values."""
+    for name, value in fields(**overrides).items():
+        setattr(existing, name, value)
+    with pytest.raises(ValidationError) as caught:
+        save_schedule(existing)
+    assert_refusal(caught.value, expected)
+    existing.refresh_from_db()
+    assert (existing.job, existing.args, existing.every) == (
+        "tests.noop",
+        {},
+        timedelta(minutes=10),
+    )
+
+
 def test_schedule_validation_every_message_names_its_field() -> None:
     """Several problems at once are all reported, each under its own field."""
     row = Schedule(
@@ -230,10 +272,17 @@ def test_schedule_validation_every_message_names_its_field() -> None:
         every=timedelta(0),
     )
     with pytest.raises(ValidationError) as caught:
-        row.save()
+        save_schedule(row)
     messages = caught.value.message_dict
     assert {"cron", "every", "job"} <= set(messages)
     assert Schedule.objects.count() == 0
+
+
+def test_model_save_leaves_the_job_to_the_code_that_runs_it() -> None:
+    """The model stores a row naming a job this process does not have: another process's
+    code may have it; the scheduler reports it at its first fire."""
+    row = Schedule.objects.create(name="elsewhere", job="billing.export", every=timedelta(hours=1))
+    assert Schedule.objects.get(pk=row.pk).job == "billing.export"
 
 
 # --- the database's own check constraints ----------------------------------------------
@@ -320,11 +369,13 @@ def test_schedule_save_valid_at() -> None:
 
 def test_schedule_save_args_stored_validated() -> None:
     """Args are stored in the form the job's serializer gives them (trimmed text)."""
-    row = Schedule.objects.create(
-        name="remind",
-        job="content.remind",
-        args={"text": "  call the printer  "},
-        every=timedelta(hours=1),
+    row = save_schedule(
+        Schedule(
+            name="remind",
+            job="content.remind",
+            args={"text": "  call the printer  "},
+            every=timedelta(hours=1),
+        )
     )
     assert row.args == {"text": "call the printer"}
     row.refresh_from_db()
@@ -333,8 +384,8 @@ def test_schedule_save_args_stored_validated() -> None:
 
 def test_schedule_save_args_stored_as_json_values() -> None:
     """Args given as strings are stored as the JSON value the serializer parses (a float)."""
-    row = Schedule.objects.create(
-        name="nap", job="tests.sleep", args={"seconds": "2.5"}, every=timedelta(hours=1)
+    row = save_schedule(
+        Schedule(name="nap", job="tests.sleep", args={"seconds": "2.5"}, every=timedelta(hours=1))
     )
     row.refresh_from_db()
     assert row.args == {"seconds": 2.5}

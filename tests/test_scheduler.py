@@ -18,6 +18,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from django_weft.changes import Changes
 from django_weft.context import RunContext
 from django_weft.finishing import Claim, finish
 from django_weft.jobs import Job, registry
@@ -253,21 +254,21 @@ def test_overlap_skip_drops_fire_while_previous_run_unfinished() -> None:
     """The 13:00 fire is dropped and counted while the 12:00 run is queued; 14:00 runs."""
     row = Schedule.objects.create(name="every", job="tests.noop", every=HOUR)
     scheduler = Scheduler()
-    scheduler.tick(START)
-    scheduler.tick(utc(2026, 3, 7, 12))
+    scheduler.tick(START, Changes())
+    scheduler.tick(utc(2026, 3, 7, 12), Changes())
     first = Run.objects.get(schedule=row)
     assert stored(row).last_status == LastStatus.RUNNING
 
-    scheduler.tick(utc(2026, 3, 7, 13))
+    scheduler.tick(utc(2026, 3, 7, 13), Changes())
     row = stored(row)
     assert dues(row) == [utc(2026, 3, 7, 12)]
     assert row.missed == 1
     assert row.buffered_due is None
     assert row.next_due == utc(2026, 3, 7, 14)
 
-    finish(first.pk, RunStatus.DONE, now=utc(2026, 3, 7, 13, 30))
+    finish(first.pk, RunStatus.DONE, now=utc(2026, 3, 7, 13, 30), changes=Changes())
     assert stored(row).last_status == LastStatus.OK
-    scheduler.tick(utc(2026, 3, 7, 14))
+    scheduler.tick(utc(2026, 3, 7, 14), Changes())
     assert dues(row) == [utc(2026, 3, 7, 12), utc(2026, 3, 7, 14)]
 
 
@@ -278,24 +279,24 @@ def test_overlap_buffer_one_starts_waiting_fire_when_previous_finishes() -> None
         name="every", job="tests.noop", every=HOUR, overlap=Overlap.BUFFER_ONE
     )
     scheduler = Scheduler()
-    scheduler.tick(START)
-    scheduler.tick(utc(2026, 3, 7, 12))
+    scheduler.tick(START, Changes())
+    scheduler.tick(utc(2026, 3, 7, 12), Changes())
     first = Run.objects.get(schedule=row)
 
-    scheduler.tick(utc(2026, 3, 7, 13))
+    scheduler.tick(utc(2026, 3, 7, 13), Changes())
     row = stored(row)
     assert dues(row) == [utc(2026, 3, 7, 12)]
     assert row.buffered_due == utc(2026, 3, 7, 13)
     assert row.missed == 0
     assert row.next_due == utc(2026, 3, 7, 14)
 
-    scheduler.tick(utc(2026, 3, 7, 14))
+    scheduler.tick(utc(2026, 3, 7, 14), Changes())
     row = stored(row)
     assert dues(row) == [utc(2026, 3, 7, 12)]
     assert row.buffered_due == utc(2026, 3, 7, 13)
     assert row.missed == 1
 
-    finish(first.pk, RunStatus.DONE, now=utc(2026, 3, 7, 14, 10))
+    finish(first.pk, RunStatus.DONE, now=utc(2026, 3, 7, 14, 10), changes=Changes())
     row = stored(row)
     assert dues(row) == [utc(2026, 3, 7, 12), utc(2026, 3, 7, 13)]
     buffered = Run.objects.get(schedule=row, due=utc(2026, 3, 7, 13))
@@ -310,9 +311,9 @@ def test_overlap_allow_starts_runs_while_previous_unfinished() -> None:
     """With overlap="allow" the 13:00 fire runs although the 12:00 run has not finished."""
     row = Schedule.objects.create(name="every", job="tests.noop", every=HOUR, overlap=Overlap.ALLOW)
     scheduler = Scheduler()
-    scheduler.tick(START)
-    scheduler.tick(utc(2026, 3, 7, 12))
-    scheduler.tick(utc(2026, 3, 7, 13))
+    scheduler.tick(START, Changes())
+    scheduler.tick(utc(2026, 3, 7, 12), Changes())
+    scheduler.tick(utc(2026, 3, 7, 13), Changes())
     row = stored(row)
     assert dues(row) == [utc(2026, 3, 7, 12), utc(2026, 3, 7, 13)]
     assert set(Run.objects.filter(schedule=row).values_list("status", flat=True)) == {
@@ -589,8 +590,8 @@ def test_live_edit_made_while_row_is_armed_wins(monkeypatch: pytest.MonkeyPatch)
         return first_due(self, now)
 
     monkeypatch.setattr(Schedule, "first_due", edited_meanwhile)
-    Scheduler().tick(START)
-    Scheduler().tick(START)
+    Scheduler().tick(START, Changes())
+    Scheduler().tick(START, Changes())
     # 02:30 does not exist in Toronto on the 8th: "skip" waits for 02:30 EDT on the 9th.
     assert stored(row).next_due == utc(2026, 3, 9, 6, 30)
 
@@ -669,11 +670,11 @@ def test_run_one_per_slot_refuses_second_run_for_same_due() -> None:
 def test_scheduler_two_instances_fire_due_row_once() -> None:
     """Two schedulers ticking the same due row one after the other make one run."""
     row = hourly()
-    Scheduler().tick(START)
+    Scheduler().tick(START, Changes())
     first, second = Scheduler(), Scheduler()
-    assert first.tick(utc(2026, 3, 7, 12)) is True
-    assert second.tick(utc(2026, 3, 7, 12)) is False
-    assert second.tick(utc(2026, 3, 7, 12, 1)) is False
+    assert first.tick(utc(2026, 3, 7, 12), Changes()) is True
+    assert second.tick(utc(2026, 3, 7, 12), Changes()) is False
+    assert second.tick(utc(2026, 3, 7, 12, 1), Changes()) is False
     assert dues(row) == [utc(2026, 3, 7, 12)]
 
 
@@ -682,12 +683,12 @@ def test_scheduler_slot_that_already_fired_is_not_fired_again() -> None:
     """A row pointing again at a slot that has a run moves on without a second run."""
     row = hourly(overlap=Overlap.ALLOW)  # so that the unfinished first run does not hold it
     scheduler = Scheduler()
-    scheduler.tick(START)
-    scheduler.tick(utc(2026, 3, 7, 12))
+    scheduler.tick(START, Changes())
+    scheduler.tick(utc(2026, 3, 7, 12), Changes())
     # As if another process had read the row before this one moved it on.
     Schedule.objects.filter(pk=row.pk).update(next_due=utc(2026, 3, 7, 12))
     first = Run.objects.get(schedule=row)
-    scheduler.tick(utc(2026, 3, 7, 12, 1))
+    scheduler.tick(utc(2026, 3, 7, 12, 1), Changes())
     assert dues(row) == [utc(2026, 3, 7, 12)]
     row = stored(row)
     assert row.next_due == utc(2026, 3, 7, 13)
@@ -698,15 +699,15 @@ def test_scheduler_slot_that_already_fired_is_not_fired_again() -> None:
 def test_scheduler_concurrent_ticks_fire_each_slot_once() -> None:
     """Schedulers ticking at once on their own connections fire each due slot once."""
     rows = [hourly(f"hourly {number}") for number in range(20)]
-    Scheduler().tick(START)
+    Scheduler().tick(START, Changes())
     barrier = threading.Barrier(3)
     errors: list[BaseException] = []
 
     def tick() -> None:
         try:
             barrier.wait()
-            Scheduler(batch_size=5).tick(utc(2026, 3, 7, 12))
-            Scheduler(batch_size=5).tick(utc(2026, 3, 7, 12))
+            Scheduler(batch_size=5).tick(utc(2026, 3, 7, 12), Changes())
+            Scheduler(batch_size=5).tick(utc(2026, 3, 7, 12), Changes())
         except BaseException as error:
             errors.append(error)
         finally:
@@ -718,7 +719,7 @@ def test_scheduler_concurrent_ticks_fire_each_slot_once() -> None:
     for thread in threads:
         thread.join()
     assert errors == []
-    while Scheduler().tick(utc(2026, 3, 7, 12)):
+    while Scheduler().tick(utc(2026, 3, 7, 12), Changes()):
         pass
     assert Run.objects.count() == len(rows)
     for row in rows:
@@ -777,14 +778,14 @@ def idle_rows(count: int) -> None:
         Schedule(name=f"idle {existing + number}", job="tests.noop", every=DAY)
         for number in range(count)
     )
-    while Scheduler().tick(START):
+    while Scheduler().tick(START, Changes()):
         pass
     assert not Schedule.objects.filter(armed=False).exists()
 
 
 def queries_of_one_tick(now: datetime) -> list[str]:
     with CaptureQueriesContext(connection) as captured:
-        assert Scheduler().tick(now) is False
+        assert Scheduler().tick(now, Changes()) is False
     return [query["sql"] for query in captured.captured_queries]
 
 
@@ -997,7 +998,13 @@ def test_refused_one_off_is_not_started_and_fires_once_allowed(
     assert [f["error_type"] for f in failures] == ["ConcurrencyLimitReached"]
 
     assert worker.process is not None
-    finish(blocker.pk, RunStatus.DONE, now=clock.now(), claim=Claim(worker.process.pk, 0))
+    finish(
+        blocker.pk,
+        RunStatus.DONE,
+        now=clock.now(),
+        claim=Claim(worker.process.pk, 0),
+        changes=Changes(),
+    )
     clock.advance(timedelta(minutes=2))
     assert dues(row) == [due]
     assert stored(row).last_status == LastStatus.OK

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 
 from django_weft.exceptions import ConcurrencyLimitReached
 from django_weft.models import Document, Run, RunStatus
-from django_weft.runs import abort
+from django_weft.runs import abort, start
 from django_weft.worker import Worker
 from example_project.shell.jobs import ENTRIES, shell
 from tests.processes import wait_for
@@ -34,12 +34,12 @@ def output(run: Run) -> str:
 def test_seed_shell_owner_session(running_worker: Worker) -> None:
     """Dedupe by request id, live output, one run at a time, finish chaining, abort."""
     owner = get_user_model().objects.create_user("owner")
-    first = shell.start({"command": "npm test", "lines": 5}, key="r1", owner=owner)
-    again = shell.start({"command": "npm test", "lines": 5}, key="r1", owner=owner)
+    first = start(shell, {"command": "npm test", "lines": 5}, key="r1", owner=owner)
+    again = start(shell, {"command": "npm test", "lines": 5}, key="r1", owner=owner)
     assert again.pk == first.pk, "a resent request returns the same run"
 
     with pytest.raises(ConcurrencyLimitReached) as refused:
-        shell.start({"command": "npm run build", "lines": 1}, key="r2", owner=owner)
+        start(shell, {"command": "npm run build", "lines": 1}, key="r2", owner=owner)
     assert 'job "shell.run" allows 1 unfinished run' in str(refused.value)
     assert not Run.objects.filter(idempotency_key="r2").exists(), "a refused start writes nothing"
 
@@ -60,7 +60,7 @@ def test_seed_shell_owner_session(running_worker: Worker) -> None:
     wait_for(lambda: len(entries()) == 2, what="the chained notify job")
     assert entries() == ["npm test: exit 0, 5 lines", "notified: npm test"]
 
-    long = shell.start({"command": "tail -f log", "lines": 100}, key="r3", owner=owner)
+    long = start(shell, {"command": "tail -f log", "lines": 100}, key="r3", owner=owner)
     wait_for(lambda: output(long).count("\n") >= 3, what="some output of the long run")
     assert abort(long)
     wait_for(lambda: Run.objects.get(pk=long.pk).is_finished, what="the aborted run to finish")

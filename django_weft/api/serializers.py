@@ -1,9 +1,9 @@
-"""What a run looks like to its owner and to a guest: used by the API and the live sockets.
+"""The API's serializers: the owner and guest views, the bodies of starts and edits.
 
-One definition of each view, so a socket frame and an API response never disagree. A
-guest sees which runs exist and their phase: never their state (the output), result,
-error or the args their job marks private. Schedules have the same two views: a guest
-sees the plan and how the last fire went, never the args or the error.
+A run's two views are :mod:`django_weft.projections`' (the sockets show the same dicts);
+the serializers here describe them for the schema and pick one per row. Schedules have
+the same two views: a guest sees the plan and how the last fire went, never the args or
+the error.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, models, transaction
 from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.settings import api_settings
 
-from django_weft.access import sees_run_in_full, sees_schedule_in_full
-from django_weft.jobs import registry
+from django_weft import operations, projections
+from django_weft.access import sees_schedule_in_full
+from django_weft.exceptions import Forbidden
 from django_weft.models import Run, RunStatus, Schedule
 from django_weft.models.schedule import PLAN_FIELDS
 
@@ -30,76 +32,47 @@ if TYPE_CHECKING:
 _M = TypeVar("_M", bound=models.Model)
 
 
-class RunGuestSerializer(serializers.ModelSerializer[Run]):
-    """A run as anyone allowed to watch sees it."""
+class RunGuestSerializer(serializers.Serializer[Run]):
+    """A run as anyone allowed to watch sees it (:func:`django_weft.projections.guest_run`).
 
-    phase = serializers.CharField(read_only=True)
-    args = serializers.SerializerMethodField()
-    owner = serializers.SerializerMethodField()
-    schedule: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
-        slug_field="name", read_only=True
-    )
+    The fields describe the view for the schema; the view itself is the projection's.
+    """
 
-    class Meta:
-        model = Run
-        fields = [
-            "id",
-            "job",
-            "phase",
-            "status",
-            "args",
-            "owner",
-            "schedule",
-            "due",
-            "created_at",
-            "started_at",
-            "finished_at",
-        ]
-        read_only_fields = fields
+    id = serializers.UUIDField(read_only=True)
+    job = serializers.CharField(read_only=True)
+    phase = serializers.CharField(read_only=True, help_text="The status, or blocked.")
+    status = serializers.ChoiceField(choices=RunStatus.choices, read_only=True)
+    priority = serializers.IntegerField(read_only=True)
+    args = serializers.DictField(read_only=True, help_text="Without the job's private args.")
+    owner = serializers.CharField(read_only=True, allow_null=True, help_text="A username.")
+    schedule = serializers.CharField(read_only=True, allow_null=True, help_text="Its name.")
+    due = serializers.DateTimeField(read_only=True, allow_null=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    started_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    finished_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
-    def get_args(self, run: Run) -> dict[str, Any]:
-        if run.job in registry:
-            return registry.get(run.job).public_args(run.args)
-        # A blocked run's args are not decoded, nor shown to guests.
-        return {}
-
-    def get_owner(self, run: Run) -> str | None:
-        return run.owner.get_username() if run.owner is not None else None
+    def to_representation(self, instance: Run) -> dict[str, Any]:
+        return projections.guest_run(instance)
 
 
 class RunOwnerSerializer(RunGuestSerializer):
-    """A run as its owner (or an operator) sees it: everything."""
+    """A run as its owner (or an operator) sees it: everything
+    (:func:`django_weft.projections.owner_run`)."""
 
-    state = serializers.SerializerMethodField()
-    state_revision = serializers.SerializerMethodField()
-    abort_requested = serializers.SerializerMethodField()
+    args = serializers.DictField(read_only=True)
+    attempt = serializers.IntegerField(read_only=True)
+    idempotency_key = serializers.CharField(read_only=True, allow_null=True)
+    abort_requested = serializers.BooleanField(read_only=True)
+    retry_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    result = serializers.JSONField(read_only=True, allow_null=True)
+    error_type = serializers.CharField(read_only=True)
+    error_message = serializers.CharField(read_only=True)
+    error_traceback = serializers.CharField(read_only=True)
+    state = serializers.DictField(read_only=True, allow_null=True)
+    state_revision = serializers.IntegerField(read_only=True, allow_null=True)
 
-    class Meta(RunGuestSerializer.Meta):
-        fields = [
-            *RunGuestSerializer.Meta.fields,
-            "attempt",
-            "idempotency_key",
-            "abort_requested",
-            "result",
-            "error_type",
-            "error_message",
-            "state",
-            "state_revision",
-        ]
-        read_only_fields = fields
-
-    def get_args(self, run: Run) -> dict[str, Any]:
-        args: dict[str, Any] = run.args
-        return args
-
-    def get_state(self, run: Run) -> dict[str, Any] | None:
-        return run.state.data if run.state is not None else None
-
-    def get_state_revision(self, run: Run) -> int | None:
-        return run.state.revision if run.state is not None else None
-
-    def get_abort_requested(self, run: Run) -> bool:
-        return run.abort_requested_at is not None
+    def to_representation(self, instance: Run) -> dict[str, Any]:
+        return projections.owner_run(instance)
 
 
 class ScheduleGuestSerializer(serializers.ModelSerializer[Schedule]):
@@ -124,8 +97,9 @@ class ScheduleGuestSerializer(serializers.ModelSerializer[Schedule]):
 class ScheduleOwnerSerializer(ScheduleGuestSerializer):
     """A schedule as its owner (or an operator) sees it, and what a create or edit sends.
 
-    Saving goes through :meth:`Schedule.save`, which validates the plan, the job and
-    its args; a refusal comes back as a 400 naming the same fields the model names.
+    Saving goes through :mod:`django_weft.operations` (who may write what, validated
+    against the deployed code); a refusal comes back as a 400 naming the same fields the
+    model names, or a 403 naming the permission.
     """
 
     owner = serializers.SerializerMethodField()
@@ -157,20 +131,18 @@ class ScheduleOwnerSerializer(ScheduleGuestSerializer):
 
     def create(self, validated_data: dict[str, Any]) -> Schedule:
         with model_validation():
-            return super().create(validated_data)
+            return operations.create_schedule_for(self.context["request"].user, validated_data)
 
     def update(self, instance: Schedule, validated_data: dict[str, Any]) -> Schedule:
         with model_validation():
-            return super().update(instance, validated_data)
+            return operations.edit_schedule_for(
+                self.context["request"].user, instance, validated_data
+            )
 
 
 @contextmanager
 def model_validation() -> Iterator[None]:
-    """Turn the model's ``ValidationError`` into DRF's, keeping its field names.
-
-    The model validates in ``save()`` because rows are written from the admin, the API
-    and plain ORM code alike; the API only translates the refusal into a 400.
-    """
+    """Turn a refused schedule write into DRF's errors, keeping the field names."""
     try:
         with transaction.atomic():
             yield
@@ -179,6 +151,8 @@ def model_validation() -> Iterator[None]:
         raise serializers.ValidationError(
             {"name": ["A schedule with this name was just created; choose another name."]}
         ) from error
+    except Forbidden as error:
+        raise PermissionDenied(str(error)) from error
     except DjangoValidationError as error:
         if not hasattr(error, "error_dict"):
             raise serializers.ValidationError(
@@ -197,13 +171,13 @@ class ViewerSerializer(serializers.BaseSerializer[_M]):
 
     A list mixes both views (your own runs in full, the others as a guest), so the
     choice is made per object rather than per request. The user is the context's
-    ``user`` (a socket's) or its request's. Read-only.
+    ``user`` or its request's. Read-only.
     """
 
     owner_class: ClassVar[type[serializers.BaseSerializer[Any]]]
     guest_class: ClassVar[type[serializers.BaseSerializer[Any]]]
 
-    def sees_in_full(self, user: User, obj: _M) -> bool:
+    def view(self, user: User, obj: _M) -> Any:
         raise NotImplementedError
 
     def to_representation(self, instance: _M) -> Any:
@@ -211,22 +185,7 @@ class ViewerSerializer(serializers.BaseSerializer[_M]):
         if user is None:
             request = self.context.get("request")
             user = request.user if request is not None else AnonymousUser()
-        full = self.sees_in_full(user, instance)
-        return self._serializer(self.owner_class if full else self.guest_class).to_representation(
-            instance
-        )
-
-    def _serializer(
-        self, cls: type[serializers.BaseSerializer[Any]]
-    ) -> serializers.BaseSerializer[Any]:
-        # One instance per class, reused for every row of a list: a ModelSerializer
-        # builds its fields on first use, which is not free.
-        cache: dict[type[Any], serializers.BaseSerializer[Any]] = self.__dict__.setdefault(
-            "_viewer_serializers", {}
-        )
-        if cls not in cache:
-            cache[cls] = cls(context=self.context)
-        return cache[cls]
+        return self.view(user, instance)
 
 
 class RunViewSerializer(ViewerSerializer[Run]):
@@ -236,8 +195,8 @@ class RunViewSerializer(ViewerSerializer[Run]):
     owner_class = RunOwnerSerializer
     guest_class = RunGuestSerializer
 
-    def sees_in_full(self, user: User, obj: Run) -> bool:
-        return sees_run_in_full(user, obj)
+    def view(self, user: User, obj: Run) -> Any:
+        return projections.run_for(user, obj)
 
 
 class ScheduleViewSerializer(ViewerSerializer[Schedule]):
@@ -247,8 +206,9 @@ class ScheduleViewSerializer(ViewerSerializer[Schedule]):
     owner_class = ScheduleOwnerSerializer
     guest_class = ScheduleGuestSerializer
 
-    def sees_in_full(self, user: User, obj: Schedule) -> bool:
-        return sees_schedule_in_full(user, obj)
+    def view(self, user: User, obj: Schedule) -> Any:
+        chosen = self.owner_class if sees_schedule_in_full(user, obj) else self.guest_class
+        return chosen(obj, context=self.context).data
 
 
 class RunStartSerializer(serializers.Serializer[Any]):
@@ -271,5 +231,11 @@ class RefusalSerializer(serializers.Serializer[Any]):
 
     detail = serializers.CharField()
     code = serializers.ChoiceField(
-        choices=["concurrency_limit", "idempotency_key_reused", "finished"]
+        choices=[
+            "concurrency_limit",
+            "idempotency_key_reused",
+            "finished",
+            "not_finished",
+            "refused",
+        ]
     )

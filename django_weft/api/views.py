@@ -1,10 +1,10 @@
 """The REST API: schedules (CRUD and run now) and runs (list, read, start, abort).
 
-The views stay thin: who may do what lives in :mod:`django_weft.api.permissions`, what a
-row looks like to whom in :mod:`django_weft.api.serializers`, and every start and abort
-goes through :mod:`django_weft.runs`, like the admin's and the sockets' do. The errors
-the run functions raise on purpose become 400 (bad input, naming the field) or 409 (a
-valid request the present state refuses, with a ``code``); a refusal writes nothing.
+The views stay thin: who may do what is decided by :mod:`django_weft.operations`, which
+every write goes through, as the admin's and the sockets' do; what a row looks like to
+whom comes from :mod:`django_weft.projections` through the serializers. A refusal becomes
+400 (bad input, naming the field), 403 (naming the missing permission) or 409 (a valid
+request the present state refuses, with a ``code``), and writes nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.db import InterfaceError, OperationalError
@@ -26,14 +26,14 @@ from drf_spectacular.utils import (
 )
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException
+from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from django_weft import runs
+from django_weft import operations
 from django_weft.api import schema as _schema  # noqa: F401  (registers the schema extension)
-from django_weft.api.permissions import RunPermission, SchedulePermission
 from django_weft.api.serializers import (
     RefusalSerializer,
     RunFilterSerializer,
@@ -42,19 +42,9 @@ from django_weft.api.serializers import (
     ScheduleOwnerSerializer,
     ScheduleViewSerializer,
 )
-from django_weft.exceptions import (
-    ConcurrencyLimitReached,
-    IdempotencyKeyReused,
-    InvalidArgs,
-    UnknownJob,
-)
-from django_weft.jobs import registry
 from django_weft.models import Run, Schedule
-from django_weft.scheduler import run_now
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
-
     RunViewSetBase = viewsets.GenericViewSet[Run]
     ScheduleViewSetBase = viewsets.ModelViewSet[Schedule]
 else:
@@ -95,19 +85,30 @@ class Conflict(APIException):
         super().__init__({"detail": str(error), "code": code})
 
 
+#: How a refusal's fields (:func:`django_weft.operations.describe_refusal`) are named in
+#: a 400's body: the start's key comes from a header.
+FIELD_NAMES = {"key": "Idempotency-Key"}
+
+
 @contextmanager
 def refusals() -> Iterator[None]:
-    """Translate the errors a start raises on purpose into API errors."""
+    """Turn what the service layer refuses into API errors: 400, 403 or 409 with a code."""
     try:
         yield
-    except UnknownJob as error:
-        raise serializers.ValidationError({"job": [str(error)]}) from error
-    except InvalidArgs as error:
-        raise serializers.ValidationError({"args": error.errors}) from error
-    except ConcurrencyLimitReached as error:
-        raise Conflict(error, "concurrency_limit") from error
-    except IdempotencyKeyReused as error:
-        raise Conflict(error, "idempotency_key_reused") from error
+    except operations.REFUSALS as error:
+        code, message, fields = operations.describe_refusal(error)
+        if code == "invalid":
+            body: dict[str, Any] = {}
+            for name, messages in fields.items():
+                top, _, rest = name.partition(".")
+                if top == "args" and rest:
+                    body.setdefault("args", {})[rest] = messages
+                else:
+                    body[FIELD_NAMES.get(name, name)] = messages
+            raise serializers.ValidationError(body or {"detail": [message]}) from error
+        if code == "forbidden":
+            raise PermissionDenied(message) from error
+        raise Conflict(message, code) from error
 
 
 class DatabaseUnavailable(APIException):
@@ -163,7 +164,7 @@ class RunViewSet(
         "-created_at", "-pk"
     )
     serializer_class = RunViewSerializer
-    permission_classes = [RunPermission]
+    permission_classes = [IsAuthenticated]
     pagination_class = Pagination
 
     def get_queryset(self) -> QuerySet[Run]:
@@ -209,40 +210,22 @@ class RunViewSet(
     def create(self, request: Request) -> Response:
         """Start a run; the caller owns it and gets it back at once, queued.
 
-        The ``Idempotency-Key`` header is stored scoped to the user, as
-        ``f"{user.pk}:{key}"``: keys are chosen by clients, so two users who happen to
-        pick the same key must get two runs, and neither may receive the other's run.
+        The ``Idempotency-Key`` header is the caller's own: two users who happen to pick
+        the same key get two runs, and neither may receive the other's run.
         """
         body = RunStartSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        key = self._idempotency_key(request)
         with refusals():
-            job = registry.get(body.validated_data["job"])
-            run, created = runs.start_or_get(
-                job,
+            run, created = operations.start_for(
+                request.user,
+                body.validated_data["job"],
                 body.validated_data["args"],
-                key=key,
-                owner=cast("AbstractBaseUser", request.user),
+                key=request.headers.get(IDEMPOTENCY_HEADER),
             )
         return Response(
             self.get_serializer(run).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
-
-    def _idempotency_key(self, request: Request) -> str | None:
-        value = request.headers.get(IDEMPOTENCY_HEADER)
-        if value is None:
-            return None
-        scoped = f"{request.user.pk}:{value}"
-        limit = cast(int, Run._meta.get_field("idempotency_key").max_length)
-        if not value.strip():
-            raise serializers.ValidationError({IDEMPOTENCY_HEADER: ["Must not be blank."]})
-        if len(scoped) > limit:
-            room = limit - (len(scoped) - len(value))
-            raise serializers.ValidationError(
-                {IDEMPOTENCY_HEADER: [f"At most {room} characters, not {len(value)}."]}
-            )
-        return scoped
 
     @extend_schema(
         summary="Request an abort",
@@ -263,11 +246,9 @@ class RunViewSet(
     def abort(self, request: Request, pk: str | None = None) -> Response:
         """Store an abort request; 202 because a running run stops later, not now."""
         run = self.get_object()
-        if not runs.abort(run):
-            run.refresh_from_db(fields=["status", "abort_requested_at"])
+        with refusals():
             # An abort asked twice is still one request; only a finished run refuses.
-            if run.is_finished:
-                raise Conflict(f"the run already finished ({run.status})", "finished")
+            operations.abort_for(request.user, run)
         run = self.get_queryset().get(pk=run.pk)
         return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
 
@@ -311,7 +292,7 @@ class ScheduleViewSet(WeftViewSetMixin, ScheduleViewSetBase):
     """
 
     queryset = Schedule.objects.select_related("owner").order_by("name", "pk")
-    permission_classes = [SchedulePermission]
+    permission_classes = [IsAuthenticated]
     pagination_class = Pagination
 
     def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:
@@ -319,8 +300,15 @@ class ScheduleViewSet(WeftViewSetMixin, ScheduleViewSetBase):
             return ScheduleOwnerSerializer
         return ScheduleViewSerializer
 
-    def perform_create(self, serializer: serializers.BaseSerializer[Schedule]) -> None:
-        serializer.save(owner=self.request.user)
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Check the right to create before the body, then save through the service layer."""
+        with refusals():
+            operations.require_schedule_create(request.user)
+        return super().create(request, *args, **kwargs)
+
+    def perform_destroy(self, instance: Schedule) -> None:
+        with refusals():
+            operations.delete_schedule_for(self.request.user, instance)
 
     def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Save the edit, then answer in the view the editor may see.
@@ -329,6 +317,8 @@ class ScheduleViewSet(WeftViewSetMixin, ScheduleViewSetBase):
         schedule without being shown its args or last error in the reply.
         """
         schedule = self.get_object()
+        with refusals():
+            operations.require_schedule_change(request.user, schedule)
         partial = bool(kwargs.pop("partial", False))
         edit = self.get_serializer(schedule, data=request.data, partial=partial)
         edit.is_valid(raise_exception=True)
@@ -356,6 +346,6 @@ class ScheduleViewSet(WeftViewSetMixin, ScheduleViewSetBase):
     def run_now(self, request: Request, pk: str | None = None) -> Response:
         schedule = self.get_object()
         with refusals():
-            run = run_now(schedule)
+            run = operations.run_now_for(request.user, schedule)
         view = RunViewSerializer(run, context=self.get_serializer_context())
         return Response(view.data, status=status.HTTP_201_CREATED)

@@ -162,18 +162,6 @@ class Run(models.Model):
     def is_finished(self) -> bool:
         return self.status not in UNFINISHED
 
-    @property
-    def phase(self) -> str:
-        """The status, or ``blocked`` for a queued run this process's code cannot execute."""
-        from django_weft.jobs import registry
-
-        if (
-            self.status == RunStatus.QUEUED
-            and registry.deployed(self.job, self.job_version) is None
-        ):
-            return "blocked"
-        return str(self.status)
-
     def record_abort_request(self, now: datetime) -> bool:
         """Store an abort request; returns False when the run had already finished."""
         updated = (
@@ -182,8 +170,5 @@ class Run(models.Model):
             .update(abort_requested_at=now)
         )
         if updated:
-            from django_weft import live
-
             self.abort_requested_at = now
-            live.run_changed(self.pk)
         return bool(updated)

@@ -2,17 +2,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 
 from django_weft.cron import CronError, CronPlan, zone_from_name
-from django_weft.exceptions import InvalidArgs, UnknownJob
-
-if TYPE_CHECKING:
-    from django_weft.timing import Plan
+from django_weft.timing import AtPlan, EveryPlan, Plan
 
 #: What the scheduler keeps on a row. A full ``save()`` of a loaded row never writes
 #: these, so an instance read before the worker fired the row cannot roll them back.
@@ -211,10 +208,12 @@ class Schedule(models.Model):
         return self.name
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        """Refuse an unschedulable row, and mark an edited plan to be re-armed from now.
+        """Refuse a plan that cannot be scheduled, and mark an edited plan to be re-armed.
 
-        Validation happens here, not only in forms, because rows are written from the
-        admin, the API and plain ORM code alike; a refused row writes nothing.
+        The plan is the row's own data, checked here on every write path (a refused row
+        writes nothing). Its job and args are checked against the deployed code by
+        :func:`django_weft.schedules.validate_schedule`, which the admin, the API and
+        :mod:`django_weft.operations` call, and again at every fire.
         """
         self.validate_plan()
         rearm = self._plan_edited()
@@ -306,7 +305,7 @@ class Schedule(models.Model):
         self.validate_plan()
 
     def validate_plan(self) -> None:
-        """Raise ``ValidationError`` naming each field that makes this row unschedulable."""
+        """Raise ``ValidationError`` naming each field that makes this row's plan unusable."""
         errors: dict[str, list[str]] = {}
         unreadable: set[str] = set()
         for name in ("every", "at"):
@@ -357,25 +356,8 @@ class Schedule(models.Model):
                 errors.setdefault(name, []).append(
                     f"Must be {'zero or more' if not least else 'positive'}, not {value}."
                 )
-        self._validate_job(errors)
         if errors:
             raise ValidationError(errors)
-
-    def _validate_job(self, errors: dict[str, list[str]]) -> None:
-        from django_weft.jobs import registry
-
-        try:
-            job = registry.get(self.job)
-        except UnknownJob as error:
-            message = str(error)
-            errors.setdefault("job", []).append(f"{message[:1].upper()}{message[1:]}.")
-            return
-        try:
-            self.args = job.validate_args(self.args)
-        except InvalidArgs as error:
-            errors.setdefault("args", []).extend(
-                f"{field}: {' '.join(messages)}" for field, messages in error.errors.items()
-            )
 
     # -- timing -------------------------------------------------------------------------
 
@@ -388,8 +370,6 @@ class Schedule(models.Model):
 
     def plan(self, origin: datetime) -> Plan:
         """This row's plan; ``origin`` anchors an interval's grid when it is not yet armed."""
-        from django_weft.timing import AtPlan, EveryPlan
-
         if self.cron:
             return CronPlan(self.cron, self.timezone, on_gap=self.on_gap, on_fold=self.on_fold)
         if self.every is not None:

@@ -21,6 +21,7 @@ from django.test import override_settings
 from django_weft.consumers import CLOSE_RESYNC_FAILED
 from django_weft.documents import change_document, open_document
 from django_weft.models import Run, RunStatus
+from django_weft.runs import start
 from django_weft.worker import Worker
 from example_project.shell.jobs import shell
 from tests.faults.servers import PostgresCluster, RedisServer
@@ -57,7 +58,7 @@ def make_owner() -> Any:
 
 @sync_to_async
 def start_shell(owner: Any, lines: int = 1) -> str:
-    return str(shell.start({"command": "ls", "lines": lines}, owner=owner).pk)
+    return str(start(shell, {"command": "ls", "lines": lines}, owner=owner).pk)
 
 
 @sync_to_async

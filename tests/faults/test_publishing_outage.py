@@ -14,6 +14,7 @@ from django.test import override_settings
 from django_weft.jobs import registry
 from django_weft.live import PUBLISH_TIMEOUT
 from django_weft.models import Run, RunStatus
+from django_weft.runs import start
 from django_weft.testing import DrivenClock
 from django_weft.worker import Worker
 from tests.faults.servers import RedisServer
@@ -38,12 +39,12 @@ def test_publishing_while_redis_is_down_never_fails_a_run(
     worker = Worker(clock=clock, executor="django_weft.executors.InlineExecutor")
     try:
         redis.stop()
-        runs = [noop.start({}) for _ in range(3)]
+        runs = [start(noop, {}) for _ in range(3)]
         worker.tick()  # claims, runs and finishes them, publishing every step
         assert {Run.objects.get(pk=run.pk).status for run in runs} == {RunStatus.DONE}
 
         redis.start()
-        noop.start({})
+        start(noop, {})
     finally:
         worker.close()
 
@@ -72,9 +73,9 @@ def test_publishing_to_a_silent_redis_gives_up_in_time(
     silent = {"default": {**layer, "CONFIG": {**layer["CONFIG"], "hosts": [silent_redis]}}}
     with override_settings(CHANNEL_LAYERS=silent):
         began = time.monotonic()
-        run = noop.start({})
+        run = start(noop, {})
         took = time.monotonic() - began
-    noop.start({})  # on the real Redis again: the outage ends
+    start(noop, {})  # on the real Redis again: the outage ends
 
     assert Run.objects.filter(pk=run.pk).exists()
     assert PUBLISH_TIMEOUT <= took < PUBLISH_TIMEOUT + 5, took

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from django_weft.jobs import registry
 from django_weft.models import Attempt, Document, Run, RunStatus, Schedule, WorkerProcess
+from django_weft.runs import start
 from tests.faults.conftest import FAST_HEARTBEAT
 from tests.faults.servers import PostgresCluster
 from tests.processes import Runjobs, wait_for
@@ -57,7 +58,7 @@ def test_postgres_restart_under_two_busy_workers(
     """Both workers live through a fast restart and resume within 5 s; nothing is lost,
     stuck, finished twice or fired twice, and every finish hook runs once."""
     job = registry.get("tests.watched_sleep")
-    runs = [job.start({"seconds": 0.4}) for _ in range(40)]
+    runs = [start(job, {"seconds": 0.4}) for _ in range(40)]
     schedule = Schedule.objects.create(
         name="every second", job="tests.noop", every=timedelta(seconds=1)
     )
@@ -106,8 +107,8 @@ def test_sigkill_mid_run_is_lost_once_and_retried_when_allowed(
 ) -> None:
     """A killed worker's runs end lost exactly once within the window; a retried job's run
     gets its second attempt elsewhere, and its finish hook runs once, for the end."""
-    plain = registry.get("tests.watched_sleep").start({"seconds": 600})
-    retried = registry.get("tests.retried_when_lost").start({"seconds": 600})
+    plain = start(registry.get("tests.watched_sleep"), {"seconds": 600})
+    retried = start(registry.get("tests.retried_when_lost"), {"seconds": 600})
     doomed = start_runjobs("--concurrency", "2")
     wait_for(
         lambda: Run.objects.filter(pk__in=[plain.pk, retried.pk], status="running").count() == 2,
@@ -139,7 +140,7 @@ def test_sigkill_mid_run_is_lost_once_and_retried_when_allowed(
 def test_sigstop_past_lost_after_then_sigcont(start_runjobs: Callable[..., Runjobs]) -> None:
     """A paused worker's run is finished lost once by another; woken up, it discards its
     late outcome, registers again and works on."""
-    run = registry.get("tests.watched_sleep").start({"seconds": 2.5})
+    run = start(registry.get("tests.watched_sleep"), {"seconds": 2.5})
     paused = start_runjobs("--no-schedules")
     wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the claim")
     first = Run.objects.get(pk=run.pk).worker_id
@@ -158,7 +159,7 @@ def test_sigstop_past_lost_after_then_sigcont(start_runjobs: Callable[..., Runjo
     assert paused.printed("was declared dead by another")
     assert Run.objects.get(pk=run.pk).status == RunStatus.LOST
     assert finishes(run.pk) == {"count": 1, "kinds": ["lost"]}
-    again = registry.get("tests.watched_sleep").start({"seconds": 0})
+    again = start(registry.get("tests.watched_sleep"), {"seconds": 0})
     wait_for(lambda: Run.objects.get(pk=again.pk).status == RunStatus.DONE, what="a new run")
     rerun = Run.objects.get(pk=again.pk)
     assert rerun.worker_id != first
@@ -171,7 +172,7 @@ def test_retries_fail_twice_then_done_on_attempt_three(
     start_runjobs: Callable[..., Runjobs],
 ) -> None:
     """Two failed attempts with tracebacks, then done; the finish hook runs once."""
-    run = registry.get("tests.flaky_fast").start()
+    run = start(registry.get("tests.flaky_fast"))
     start_runjobs("--no-schedules")
     wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the third attempt")
     done = Run.objects.get(pk=run.pk)
@@ -190,14 +191,14 @@ def test_timeout_frees_the_concurrency_slot(start_runjobs: Callable[..., Runjobs
     """A run that ignores its timeout is lost after the grace; the next start is allowed
     and executed while the old thread still runs."""
     stubborn = registry.get("tests.stubborn")
-    run = stubborn.start({"seconds": 6})
+    run = start(stubborn, {"seconds": 6})
     start_runjobs(
         "--no-schedules", "--concurrency", "1", extra_env={"WEFT_TEST_TIMEOUT_GRACE": "0.5"}
     )
     wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="giving up on the run")
     lost = Run.objects.get(pk=run.pk)
     assert (lost.status, lost.error_type) == (RunStatus.LOST, "Timeout")
-    following = stubborn.start({"seconds": 0})
+    following = start(stubborn, {"seconds": 0})
     wait_for(lambda: Run.objects.get(pk=following.pk).status == RunStatus.DONE, what="the next")
     assert Run.objects.get(pk=following.pk).finished_at < lost.started_at + timedelta(seconds=6)
 
@@ -231,7 +232,7 @@ def test_worker_started_while_the_database_is_down_waits_for_it(
 ) -> None:
     """runjobs does not exit without its database: it backs off, keeps its health file
     fresh, and works once the database is there."""
-    run = registry.get("tests.noop").start()
+    run = start(registry.get("tests.noop"))
     health = tmp_path / "alive"
     postgres.stop()
     try:

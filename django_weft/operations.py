@@ -1,0 +1,273 @@
+"""Who may do what, checked once: the one service layer every entry point goes through.
+
+The admin's actions, the REST API, the live sockets and a project's own views call these
+functions with the acting user. Each checks permission and ownership (the rules of
+:mod:`django_weft.access`), then runs the step and publishes what changed. A refusal
+raises :class:`~django_weft.exceptions.Forbidden` naming the missing permission, and
+writes nothing. :func:`describe_refusal` turns any refusal into the code, message and
+fields every entry point shows, so none of them words a refusal on its own.
+
+Rules beyond the model permissions (see docs/security.md):
+
+- what runs is decided by whoever sets it: starting a run, creating a schedule, and
+  changing a schedule's job or args all need ``add_run``; changing another user's
+  schedule's job or args makes the editor its owner, so nobody runs a job as someone
+  else;
+- *run now* and *retry* start runs, so they need ``add_run`` besides the right to act on
+  the schedule or see the run in full;
+- pausing a queue stops everyone's runs: it needs ``pause_queue``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from django_weft import access, live, runs, scheduler
+from django_weft.access import User
+from django_weft.changes import Changes
+from django_weft.exceptions import (
+    ConcurrencyLimitReached,
+    Forbidden,
+    IdempotencyKeyReused,
+    InvalidArgs,
+    InvalidIdempotencyKey,
+    RunFinished,
+    RunNotFinished,
+    UnknownJob,
+    WeftError,
+)
+from django_weft.jobs import registry
+from django_weft.models import PausedQueue, Run, Schedule
+from django_weft.schedules import save_schedule
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+#: The schedule fields whose change decides what runs (and so who it runs as).
+WHAT_RUNS = ("job", "args")
+
+
+def _require(allowed: bool, verb: str, permission: str, *, or_owner: bool = False) -> None:
+    if not allowed:
+        raise Forbidden(access.refusal(verb, permission, or_owner=or_owner), permission)
+
+
+def _signed_in(user: User) -> None:
+    if not user.is_authenticated:
+        raise Forbidden("you must be signed in", "authentication")
+
+
+def _as_owner(user: User) -> AbstractBaseUser:
+    return cast("AbstractBaseUser", user)
+
+
+# -- runs ------------------------------------------------------------------------------------
+
+
+def require_start(user: User) -> None:
+    """Refuse unless ``user`` may start runs."""
+    _signed_in(user)
+    _require(access.may_start_runs(user), "start runs", access.ADD_RUN)
+
+
+def start_for(
+    user: User,
+    job: str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    key: str | None = None,
+    priority: int | None = None,
+) -> tuple[Run, bool]:
+    """Start a run of the job named ``job`` as ``user``, its owner; False for a resent key."""
+    require_start(user)
+    return runs.start_or_get(
+        registry.get(job), args, key=key, owner=_as_owner(user), priority=priority
+    )
+
+
+def abort_for(user: User, run: Run) -> bool:
+    """Request an abort of ``run``; False when it was requested before and still stands.
+
+    Raises :class:`~django_weft.exceptions.RunFinished` for a run that has finished.
+    """
+    _require(
+        access.may_abort_run(user, run),
+        f"abort run {run.pk}",
+        access.CHANGE_RUN,
+        or_owner=True,
+    )
+    if runs.abort(run):
+        return True
+    run.refresh_from_db(fields=["status"])
+    if run.is_finished:
+        raise RunFinished(run.pk, run.status)
+    return False
+
+
+def retry_for(user: User, run: Run) -> Run:
+    """A new run of ``run``'s job with its args, started by (and owned by) ``user``.
+
+    Needs to see the run in full (its args are reused) and to start runs; the run must
+    have finished.
+    """
+    _require(
+        access.sees_run_in_full(user, run),
+        f"retry run {run.pk}",
+        access.VIEW_RUN,
+        or_owner=True,
+    )
+    if not run.is_finished:
+        raise RunNotFinished(run.pk, run.status)
+    return start_for(user, run.job, run.args, priority=run.priority)[0]
+
+
+# -- schedules -------------------------------------------------------------------------------
+
+
+def run_now_for(user: User, schedule: Schedule) -> Run:
+    """Start ``schedule``'s job now, outside its plan, as the schedule's owner."""
+    require_schedule_change(user, schedule, "run now")
+    require_start(user)
+    run = scheduler.run_now(schedule)
+    changes = Changes()
+    changes.run(run.pk)
+    live.publish(changes)
+    return run
+
+
+def require_schedule_create(user: User) -> None:
+    """Refuse unless ``user`` may create schedules (which start runs as theirs)."""
+    _signed_in(user)
+    _require(user.has_perm(access.ADD_SCHEDULE), "create schedules", access.ADD_SCHEDULE)
+    _require(access.may_start_runs(user), "create schedules", access.ADD_RUN)
+
+
+def require_schedule_change(user: User, schedule: Schedule, verb: str = "change") -> None:
+    """Refuse unless ``user`` may change ``schedule`` (its owner, or change_schedule)."""
+    _require(
+        access.may(user, access.CHANGE_SCHEDULE, schedule),
+        f"{verb} schedule {schedule.name}",
+        access.CHANGE_SCHEDULE,
+        or_owner=True,
+    )
+
+
+def require_schedule_delete(user: User, schedule: Schedule) -> None:
+    _require(
+        access.may(user, access.DELETE_SCHEDULE, schedule),
+        f"delete schedule {schedule.name}",
+        access.DELETE_SCHEDULE,
+        or_owner=True,
+    )
+
+
+def create_schedule_for(user: User, fields: Mapping[str, Any]) -> Schedule:
+    """A new schedule owned by ``user``, validated against the deployed code."""
+    require_schedule_create(user)
+    schedule = Schedule(**{**fields, "owner": user})
+    return save_schedule(schedule)
+
+
+def edit_schedule_for(user: User, schedule: Schedule, changes: Mapping[str, Any]) -> Schedule:
+    """Apply ``changes`` (field values) to ``schedule`` and save it, validated.
+
+    A change of its job or args needs ``add_run``, and makes ``user`` the owner when it
+    was someone else's.
+    """
+    require_schedule_change(user, schedule)
+    if "owner" in changes:
+        raise Forbidden("a schedule's owner is who sets what it runs; it is not edited", "owner")
+    what_runs = [
+        name for name in WHAT_RUNS if name in changes and changes[name] != getattr(schedule, name)
+    ]
+    if what_runs:
+        _require(
+            access.may_start_runs(user),
+            f"change what schedule {schedule.name} runs",
+            access.ADD_RUN,
+        )
+    for name, value in changes.items():
+        setattr(schedule, name, value)
+    if what_runs and not access.owns(user, schedule):
+        schedule.owner = cast(Any, user)  # AUTH_USER_MODEL, whatever class it is
+    return save_schedule(schedule)
+
+
+def delete_schedule_for(user: User, schedule: Schedule) -> None:
+    """Delete ``schedule``; its runs are kept."""
+    require_schedule_delete(user, schedule)
+    schedule.delete()
+
+
+def set_enabled_for(user: User, schedules: Iterable[Schedule], enabled: bool) -> int:
+    """Switch ``schedules`` on or off; all or none (a refused one writes nothing)."""
+    chosen = list(schedules)
+    for schedule in chosen:
+        require_schedule_change(user, schedule, "enable" if enabled else "disable")
+    rows = Schedule.objects.filter(pk__in=[schedule.pk for schedule in chosen])
+    if enabled:
+        return rows.enable()
+    return rows.filter(enabled=True).update(enabled=False)
+
+
+# -- queues ----------------------------------------------------------------------------------
+
+
+def pause_queue_for(user: User, queue: str) -> bool:
+    """Pause ``queue`` for every worker; False when it was paused already."""
+    _require(user.has_perm(access.PAUSE_QUEUE), f"pause queue {queue}", access.PAUSE_QUEUE)
+    _, created = PausedQueue.objects.get_or_create(
+        queue=queue,
+        defaults={
+            "paused_at": timezone.now(),
+            "paused_by": cast(Any, user) if user.is_authenticated else None,
+        },
+    )
+    return created
+
+
+def resume_queue_for(user: User, queue: str) -> bool:
+    """Resume ``queue``; False when it was not paused."""
+    _require(user.has_perm(access.PAUSE_QUEUE), f"resume queue {queue}", access.PAUSE_QUEUE)
+    deleted, _ = PausedQueue.objects.filter(queue=queue).delete()
+    return bool(deleted)
+
+
+# -- refusals --------------------------------------------------------------------------------
+
+
+def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict[str, list[str]]]:
+    """``(code, message, fields)`` of a refusal, as every entry point shows it.
+
+    ``code`` is ``invalid`` (bad input; ``fields`` names each bad field), ``forbidden``,
+    ``finished``, ``not_finished``, ``concurrency_limit``, ``idempotency_key_reused``,
+    or ``refused`` for any other refusal.
+    """
+    if isinstance(error, ValidationError):
+        return "invalid", "invalid input", dict(error.message_dict)
+    if isinstance(error, UnknownJob):
+        return "invalid", str(error), {"job": [str(error)]}
+    if isinstance(error, InvalidArgs):
+        fields = {f"args.{name}": messages for name, messages in error.errors.items()}
+        return "invalid", str(error), fields
+    if isinstance(error, InvalidIdempotencyKey):
+        return "invalid", str(error), {"key": [str(error)]}
+    if isinstance(error, Forbidden):
+        return "forbidden", str(error), {}
+    if isinstance(error, RunFinished):
+        return "finished", str(error), {}
+    if isinstance(error, RunNotFinished):
+        return "not_finished", str(error), {}
+    if isinstance(error, ConcurrencyLimitReached):
+        return "concurrency_limit", str(error), {}
+    if isinstance(error, IdempotencyKeyReused):
+        return "idempotency_key_reused", str(error), {}
+    return "refused", str(error), {}
+
+
+#: Refusals :func:`describe_refusal` knows; entry points catch these and nothing else.
+REFUSALS = (WeftError, ValidationError)

@@ -1,0 +1,349 @@
+"""Who may do what, through every entry point: one matrix, asserted on the real endpoints.
+
+For each entry point (the admin, the REST API, the live socket, the Python service layer),
+each principal (signed out, a guest, the owner of the run and schedule, view-only staff,
+an operator) and each operation (see a run, start, abort, run a schedule now, edit a
+schedule, edit a document), the expected outcome is in ``EXPECTED`` and each cell is a
+test that does it for real and looks at what happened in the database. The rules are in
+one place (django_weft.operations); this is what makes sure no entry point has its own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AnonymousUser, Permission
+from django.test import Client
+from rest_framework.test import APIClient
+
+from django_weft import operations, projections
+from django_weft.consumers import RunsConsumer
+from django_weft.documents import open_document
+from django_weft.exceptions import Forbidden
+from django_weft.models import Document, Run, RunStatus, Schedule
+from django_weft.runs import start
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PRINCIPALS = ("anonymous", "guest", "owner", "viewer", "operator")
+ENTRIES = ("admin", "api", "socket", "python")
+OPERATIONS = ("see", "start", "abort", "run_now", "edit_schedule", "edit_document")
+
+#: What each principal may do, wherever it asks: full/guest (a view), yes, or no.
+RULES = {
+    "see": {
+        "anonymous": "no",
+        "guest": "guest",
+        "owner": "full",
+        "viewer": "full",
+        "operator": "full",
+    },
+    "start": {"anonymous": "no", "guest": "no", "owner": "yes", "viewer": "no", "operator": "yes"},
+    "abort": {"anonymous": "no", "guest": "no", "owner": "yes", "viewer": "no", "operator": "yes"},
+    "run_now": {
+        "anonymous": "no",
+        "guest": "no",
+        "owner": "yes",
+        "viewer": "no",
+        "operator": "yes",
+    },
+    "edit_schedule": {
+        "anonymous": "no",
+        "guest": "no",
+        "owner": "yes",
+        "viewer": "no",
+        "operator": "yes",
+    },
+    # Documents change one revision at a time through code, never through an entry point.
+    "edit_document": dict.fromkeys(PRINCIPALS, "no"),
+}
+
+#: Where an entry point narrows the rules: the admin is for staff (the owner is not), and
+#: starts runs only from schedules; the socket starts and aborts runs, nothing else; the
+#: service layer has no document edit (documents are changed by code, see documents.py).
+NARROWER = {
+    ("admin", "see", "guest"): "no",
+    ("admin", "see", "owner"): "no",
+    ("admin", "abort", "owner"): "no",
+    ("admin", "run_now", "owner"): "no",
+    ("admin", "edit_schedule", "owner"): "no",
+    **{("admin", "start", who): "no" for who in PRINCIPALS},
+    **{("socket", "run_now", who): "no" for who in PRINCIPALS},
+    **{("socket", "edit_schedule", who): "no" for who in PRINCIPALS},
+}
+
+
+def expected(entry: str, operation: str, principal: str) -> str:
+    return NARROWER.get((entry, operation, principal), RULES[operation][principal])
+
+
+CELLS = [
+    pytest.param(entry, operation, principal, id=f"{entry}-{operation}-{principal}")
+    for entry in ENTRIES
+    for operation in OPERATIONS
+    for principal in PRINCIPALS
+    if not (entry == "python" and operation == "edit_document")
+]
+
+
+@dataclass
+class World:
+    users: dict[str, Any]
+    run: Run
+    schedule: Schedule
+    document: Document
+
+
+def make_user(name: str, *codenames: str, staff: bool = False) -> Any:
+    user = get_user_model().objects.create_user(name, password="pw", is_staff=staff)
+    for codename in codenames:
+        user.user_permissions.add(Permission.objects.get(codename=codename))
+    return get_user_model().objects.get(pk=user.pk)
+
+
+@pytest.fixture
+def world() -> World:
+    owner = make_user("owner", "add_run", "add_schedule")
+    users = {
+        "anonymous": AnonymousUser(),
+        "guest": make_user("guest"),
+        "owner": owner,
+        "viewer": make_user("viewer", "view_run", "view_schedule", "view_document", staff=True),
+        "operator": make_user(
+            "operator",
+            "view_run",
+            "add_run",
+            "change_run",
+            "view_schedule",
+            "add_schedule",
+            "change_schedule",
+            "delete_schedule",
+            "view_document",
+            "change_document",
+            staff=True,
+        ),
+    }
+    run = start("tests.private", {"label": "mine", "secret": "s3cret"}, owner=owner)
+    schedule = Schedule.objects.create(
+        name="nightly", job="tests.noop", cron="0 3 * * *", timezone="UTC", owner=owner
+    )
+    document = open_document("shell:entries", schema="shell.entries", initial=lambda: {"n": 0})
+    return World(users, run, schedule, document)
+
+
+# -- what happened, read from the database -----------------------------------------------------
+
+
+def aborted(world: World) -> bool:
+    return Run.objects.get(pk=world.run.pk).status == RunStatus.ABORTED
+
+
+def ran_now(world: World) -> bool:
+    return Run.objects.filter(schedule=world.schedule).exists()
+
+
+def edited(world: World) -> bool:
+    stored = Schedule.objects.get(pk=world.schedule.pk)
+    return stored.cron == "0 4 * * *" or not stored.enabled
+
+
+def started(world: World) -> bool:
+    return Run.objects.filter(job="tests.noop").exists()
+
+
+def document_edited(world: World) -> bool:
+    return Document.objects.get(pk=world.document.pk).data != {"n": 0}
+
+
+def view_of(data: dict[str, Any]) -> str:
+    """Which view of the run ``data`` is: the owner's has its secret, the guest's does not."""
+    return "full" if data.get("args", {}).get("secret") == "s3cret" else "guest"
+
+
+# -- the entry points ------------------------------------------------------------------------
+
+
+def through_api(world: World, operation: str, user: Any) -> str:
+    client = APIClient()
+    if user.is_authenticated:
+        client.force_authenticate(user)
+    run, schedule = world.run, world.schedule
+    if operation == "see":
+        response = client.get(f"/api/weft/runs/{run.pk}/")
+        return view_of(response.json()) if response.status_code == 200 else "no"
+    if operation == "start":
+        client.post("/api/weft/runs/", {"job": "tests.noop"}, format="json")
+        return "yes" if started(world) else "no"
+    if operation == "abort":
+        client.post(f"/api/weft/runs/{run.pk}/abort/")
+        return "yes" if aborted(world) else "no"
+    if operation == "run_now":
+        client.post(f"/api/weft/schedules/{schedule.pk}/run-now/")
+        return "yes" if ran_now(world) else "no"
+    if operation == "edit_schedule":
+        client.patch(f"/api/weft/schedules/{schedule.pk}/", {"cron": "0 4 * * *"}, format="json")
+        return "yes" if edited(world) else "no"
+    response = client.patch(
+        f"/api/weft/documents/{world.document.pk}/", {"data": {"n": 1}}, format="json"
+    )
+    assert response.status_code in (403, 404)
+    return "yes" if document_edited(world) else "no"
+
+
+def through_admin(world: World, operation: str, user: Any) -> str:
+    client = Client()
+    if user.is_authenticated:
+        client.force_login(user)
+    run, schedule = world.run, world.schedule
+    runs, schedules = "/admin/django_weft/run/", "/admin/django_weft/schedule/"
+    if operation == "see":
+        response = client.get(f"{runs}{run.pk}/change/")
+        if response.status_code != 200:
+            return "no"
+        return "full" if b"s3cret" in response.content else "guest"
+    if operation == "start":
+        response = client.post(f"{runs}add/", {"job": "tests.noop"})
+        return "yes" if started(world) else "no"
+    if operation == "abort":
+        client.post(runs, {"action": "abort_action", "_selected_action": [str(run.pk)]})
+        return "yes" if aborted(world) else "no"
+    if operation == "run_now":
+        client.post(schedules, {"action": "run_now_action", "_selected_action": [schedule.pk]})
+        return "yes" if ran_now(world) else "no"
+    if operation == "edit_schedule":
+        client.post(schedules, {"action": "disable_action", "_selected_action": [schedule.pk]})
+        return "yes" if edited(world) else "no"
+    document = f"/admin/django_weft/document/{world.document.pk}/change/"
+    client.post(document, {"key": "shell:entries", "schema": "x", "version": 1, "data": '{"n": 1}'})
+    return "yes" if document_edited(world) else "no"
+
+
+def through_socket(world: World, operation: str, user: Any) -> str:
+    return async_to_sync(_socket)(world, operation, user)
+
+
+async def _socket(world: World, operation: str, user: Any) -> str:
+    communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
+    communicator.scope["user"] = user
+    await communicator.connect(timeout=10)
+    first = await communicator.receive_output(timeout=10)
+    if first["type"] == "websocket.close":
+        return "no"
+    snapshot = json.loads(first["text"])
+    try:
+        if operation == "see":
+            (mine,) = [r for r in snapshot["runs"] if r["id"] == str(world.run.pk)]
+            return view_of(mine)
+        frames = {
+            "start": {"type": "start", "job": "tests.noop", "request_id": "r1"},
+            "abort": {"type": "abort", "run": str(world.run.pk)},
+            "run_now": {"type": "run_now", "schedule": world.schedule.pk},
+            "edit_schedule": {"type": "edit_schedule", "schedule": world.schedule.pk},
+            "edit_document": {"type": "change_document", "key": "shell:entries"},
+        }
+        await communicator.send_json_to(frames[operation])
+        reply = await communicator.receive_json_from(timeout=10)
+        while reply["type"] in ("run", "state", "live"):
+            reply = await communicator.receive_json_from(timeout=10)
+        return "no" if reply["type"] == "error" else "yes"
+    finally:
+        await communicator.disconnect()
+
+
+def through_python(world: World, operation: str, user: Any) -> str:
+    try:
+        if operation == "see":
+            return projections.run_for(user, world.run) and view_of(
+                projections.run_for(user, world.run)
+            )
+        if operation == "start":
+            operations.start_for(user, "tests.noop")
+        elif operation == "abort":
+            operations.abort_for(user, world.run)
+        elif operation == "run_now":
+            operations.run_now_for(user, world.schedule)
+        elif operation == "edit_schedule":
+            operations.edit_schedule_for(user, world.schedule, {"cron": "0 4 * * *"})
+    except Forbidden:
+        return "no"
+    return "yes"
+
+
+THROUGH = {
+    "admin": through_admin,
+    "api": through_api,
+    "socket": through_socket,
+    "python": through_python,
+}
+
+
+@pytest.mark.parametrize(("entry", "operation", "principal"), CELLS)
+def test_permission_matrix(world: World, entry: str, operation: str, principal: str) -> None:
+    """Each cell: the real entry point allows exactly what the rules say, nothing more."""
+    if entry == "python" and operation == "see" and principal == "anonymous":
+        # The service layer shows a signed-out caller the guest view; it is the socket
+        # and the API that keep signed-out visitors out (WEFT_LIVE_ALLOW_ANONYMOUS).
+        assert through_python(world, operation, world.users[principal]) == "guest"
+        return
+    outcome = THROUGH[entry](world, operation, world.users[principal])
+    assert outcome == expected(entry, operation, principal)
+    if outcome == "no":
+        assert not (aborted(world))
+        assert not (ran_now(world))
+        assert not (started(world))
+        assert not (document_edited(world))
+        if operation != "edit_schedule" or entry != "admin":
+            assert Schedule.objects.get(pk=world.schedule.pk).cron == "0 3 * * *"
+
+
+def test_a_changed_job_makes_the_editor_the_owner(world: World) -> None:
+    """Nobody runs a job as someone else: changing another's job or args takes it over."""
+    operator = world.users["operator"]
+    operations.edit_schedule_for(operator, world.schedule, {"args": {}, "job": "tests.due"})
+    assert Schedule.objects.get(pk=world.schedule.pk).owner_id == operator.pk
+    operations.edit_schedule_for(world.users["operator"], world.schedule, {"cron": "0 5 * * *"})
+    assert Schedule.objects.get(pk=world.schedule.pk).owner_id == operator.pk
+
+
+def test_an_operators_plan_edit_keeps_the_owner(world: World) -> None:
+    """Changing when a schedule fires does not change who it runs as."""
+    operations.edit_schedule_for(world.users["operator"], world.schedule, {"cron": "0 5 * * *"})
+    assert Schedule.objects.get(pk=world.schedule.pk).owner_id == world.users["owner"].pk
+
+
+def test_creating_a_schedule_needs_the_right_to_start_runs(world: World) -> None:
+    """add_schedule alone is not enough: a schedule starts runs."""
+    maker = make_user("maker", "add_schedule")
+    with pytest.raises(Forbidden, match=r"needs django_weft\.add_run"):
+        operations.create_schedule_for(
+            maker, {"name": "sneaky", "job": "tests.noop", "every": timedelta(hours=1)}
+        )
+    assert not Schedule.objects.filter(name="sneaky").exists()
+
+
+def test_retry_needs_the_full_view_and_the_right_to_start(world: World) -> None:
+    """A retry reuses the args: a guest may not retry, the owner may, once it finished."""
+    run = world.run
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.FAILED)
+    run.refresh_from_db()
+    with pytest.raises(Forbidden):
+        operations.retry_for(world.users["guest"], run)
+    again = operations.retry_for(world.users["owner"], run)
+    assert (again.job, again.args, again.owner_id) == (run.job, run.args, run.owner_id)
+
+
+def test_pausing_a_queue_needs_its_permission(world: World) -> None:
+    """A queue pause stops everyone's runs: only pause_queue may do it."""
+    with pytest.raises(Forbidden, match=r"django_weft\.pause_queue"):
+        operations.pause_queue_for(world.users["operator"], "default")
+    boss = make_user("boss", "pause_queue")
+    assert operations.pause_queue_for(boss, "default") is True
+    assert operations.pause_queue_for(boss, "default") is False
+    assert operations.resume_queue_for(boss, "default") is True
