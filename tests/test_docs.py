@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from django_weft.jobs import Job, registry
 from django_weft.models import Run, RunStatus, Schedule
+from django_weft.runs import start
 from django_weft.testing import DrivenClock
 from django_weft.worker import Worker
 
@@ -186,7 +187,7 @@ def test_readme_first_job_fired_by_its_schedule(
 def test_readme_first_job_started_by_code(readme_digest: Job) -> None:
     """Started by a call, README's job has no due and makes the digest of today."""
     before = timezone.now().date()
-    run = readme_digest.start()
+    run = start(readme_digest)
     worker = Worker(executor="django_weft.executors.InlineExecutor")
     try:
         worker.run(once=True)

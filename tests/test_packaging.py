@@ -259,7 +259,10 @@ def test_packaging_wheel_in_a_new_project(
         "-v",
         "0",  # Django 5.2+ says what it imported on its own otherwise
         "-c",
-        schedule.group(1) + "from yourapp.jobs import digest\nprint(digest.start().pk)\n",
+        schedule.group(1)
+        + "from django_weft.runs import start\n"
+        + "from yourapp.jobs import digest\n"
+        + "print(start(digest).pk)\n",
     ).strip()
     plan = manage("runjobs", "--plan", "1d")
     assert re.match(r"# 1 fire over 1 day from ", plan), plan
