@@ -1,3 +1,3 @@
 """django-weft: scheduled jobs and durable job runs for Django."""
 
-__version__ = "0.1.0.dev0"
+__version__ = "0.1.0"

@@ -17,8 +17,10 @@ if ! id -u "$USER_NAME" >/dev/null 2>&1; then
 fi
 WORK="$(mktemp -d /tmp/weft-unprivileged.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
-tar -C "$ROOT" --exclude=./.git --exclude=./.venv --exclude=./.ci-venv --exclude='*.sqlite3' \
-    --exclude=__pycache__ -cf - . | tar -C "$WORK" -xf -
+# Without what builds and other test runs write meanwhile (CI runs this beside them).
+tar -C "$ROOT" --exclude=./.git --exclude=./.venv --exclude=./.ci-venv --exclude=./dist \
+    --exclude=./build --exclude='*.egg-info' --exclude='*.sqlite3*' --exclude=__pycache__ \
+    --exclude=./.mypy_cache --exclude=./.ruff_cache -cf - . | tar -C "$WORK" -xf -
 chown -R "$USER_NAME:" "$WORK"
 chmod 700 "$WORK"
 

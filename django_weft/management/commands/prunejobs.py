@@ -9,9 +9,12 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from django_weft.conf import weft_settings
-from django_weft.management.arguments import period, positive_int
+from django_weft.management.arguments import convert_keywords, period, positive_int
 from django_weft.preview import Period
 from django_weft.pruning import prune_batch, prune_workers
+
+#: The converters argparse applies, by option; keywords to call_command() go through them too.
+_CONVERTERS = {"older_than": period, "batch_size": positive_int}
 
 
 class Command(BaseCommand):
@@ -37,12 +40,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        older_than = options["older_than"]
-        # call_command() hands keywords over without argparse: text, or a timedelta.
-        if isinstance(older_than, str):
-            older_than = period(older_than)
-        elif not isinstance(older_than, Period):
-            older_than = Period.of(older_than)
+        convert_keywords(options, _CONVERTERS)
+        older_than: Period = options["older_than"]
         size = options["batch_size"] or weft_settings.PRUNE_BATCH_SIZE
         before = (timezone.now() - older_than.length).astimezone(UTC)
         total = 0

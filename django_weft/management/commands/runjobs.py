@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import signal
 import sys
 from collections.abc import Collection
 from datetime import datetime, timedelta
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -19,11 +17,14 @@ from django_weft.clocks import load_clock
 from django_weft.jobs import registry
 from django_weft.management.arguments import (
     address,
+    as_period,
     clock_path,
+    convert_keywords,
     moment,
     period,
     positive_int,
     seconds,
+    writable_file,
 )
 from django_weft.preview import (
     Period,
@@ -32,7 +33,7 @@ from django_weft.preview import (
     preview,
     schedules_enabled,
 )
-from django_weft.serve import AsgiServer
+from django_weft.serve import AsgiServer, ServeRefused
 from django_weft.worker import Worker
 
 #: The converters argparse applies, by option; keywords to call_command() go through them too.
@@ -43,7 +44,7 @@ _CONVERTERS = {
     "plan": period,
     "since": moment,
     "http": address,
-    "health_file": Path,
+    "health_file": writable_file,
 }
 
 
@@ -103,7 +104,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--health-file",
-            type=Path,
+            type=writable_file,
             default=None,
             metavar="PATH",
             help="Touch PATH at least every second while the worker loop turns (also through "
@@ -140,7 +141,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        self._convert_keywords(options)
+        convert_keywords(options, _CONVERTERS)
         if options["since"] is not None and options["plan"] is None:
             raise CommandError("--since only goes with --plan")
         if options["plan_schedules"] and options["plan"] is None:
@@ -158,18 +159,20 @@ class Command(BaseCommand):
             )
             return
         self._configure_logging(options["verbosity"])
-        worker = Worker(
-            clock=clock,
-            concurrency=options["concurrency"],
-            queues=options["queues"],
-            jobs=options["jobs"],
-            schedules=options["schedules"],
-            shutdown_grace=options["shutdown_grace"],
-            health_file=options["health_file"],
-        )
-        server = AsgiServer(*options["http"]) if options["http"] else None
-        previous = self._install_signal_handlers(worker)
+        # Before the worker: a refused --http must leave no worker row behind.
+        server = self._server(options["http"]) if options["http"] else None
+        previous: dict[int, Any] = {}
         try:
+            worker = Worker(
+                clock=clock,
+                concurrency=options["concurrency"],
+                queues=options["queues"],
+                jobs=options["jobs"],
+                schedules=options["schedules"],
+                shutdown_grace=options["shutdown_grace"],
+                health_file=options["health_file"],
+            )
+            previous = self._install_signal_handlers(worker)
             if server is not None:
                 server.start()
             worker.run(once=options["once"])
@@ -186,15 +189,11 @@ class Command(BaseCommand):
             os._exit(1)
 
     @staticmethod
-    def _convert_keywords(options: dict[str, Any]) -> None:
-        """Check options given to call_command() as keywords, which skip argparse's types."""
-        for name, convert in _CONVERTERS.items():
-            value = options.get(name)
-            if isinstance(value, str | int | float) and not isinstance(value, bool):
-                try:
-                    options[name] = convert(str(value))
-                except argparse.ArgumentTypeError as error:
-                    raise CommandError(f"--{name.replace('_', '-')}: {error}") from None
+    def _server(address: tuple[str, int]) -> AsgiServer:
+        try:
+            return AsgiServer(*address)
+        except ServeRefused as error:
+            raise CommandError(str(error)) from None
 
     def _print_plan(
         self,
@@ -205,7 +204,7 @@ class Command(BaseCommand):
         names: Collection[str],
     ) -> None:
         # call_command(plan=timedelta(...)) hands the length over without argparse.
-        chosen = length if isinstance(length, Period) else Period.of(length)
+        chosen = as_period("--plan", length)
         enabled = schedules_enabled(names)
         unknown = sorted(set(names) - set(enabled))
         if unknown:
