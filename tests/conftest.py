@@ -14,6 +14,8 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import connections, transaction
 from django.test import TransactionTestCase
 
+from django_weft import layer_health, live
+from django_weft.layer_health import LayerOutage
 from django_weft.models import Schedule
 from django_weft.signals import schedule_failed
 from django_weft.testing import DrivenClock
@@ -115,6 +117,18 @@ def _channel_layers_of_this_test() -> Iterator[None]:
     channel_layers.backends.clear()
     yield
     channel_layers.backends.clear()
+
+
+@pytest.fixture(autouse=True)
+def _no_outage_from_an_earlier_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with the layer working, as far as this process knows.
+
+    An outage is remembered until a call works again; a test that stopped a Redis and
+    ended before anything published would otherwise leave the next test's first
+    publish logging the end of an outage it never saw.
+    """
+    monkeypatch.setattr(live, "publishing", LayerOutage("publishing"))
+    monkeypatch.setattr(layer_health, "sockets_outage", LayerOutage("live sockets"))
 
 
 @pytest.fixture(autouse=True)
