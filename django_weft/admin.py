@@ -21,7 +21,8 @@ from django.http import (
 )
 from django.template.loader import render_to_string
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from django_weft import access, operations, projections
 from django_weft.clocks import load_clock
@@ -100,9 +101,8 @@ RECENT_RUNS = 10
 class ScheduleAdmin(ScheduleAdminBase):
     list_display = [
         "name",
-        "job",
+        "job_name",
         "plan",
-        "state",
         "next_due_at",
         "last_status",
         "last_error",
@@ -160,9 +160,23 @@ class ScheduleAdmin(ScheduleAdminBase):
     def state(self, schedule: Schedule) -> str:
         return state_words(schedule)
 
+    @admin.display(description="job", ordering="job")
+    def job_name(self, schedule: Schedule) -> str:
+        """The job's name, free to wrap after each dot in a narrow column."""
+        return format_html_join(
+            mark_safe(".<wbr>"), "{}", ((part,) for part in schedule.job.split("."))
+        )
+
     @admin.display(description="next due", ordering="next_due")
     def next_due_at(self, schedule: Schedule) -> str:
-        return moment_words(schedule.next_due) if schedule.next_due else "-"
+        """When an armed row fires next; for any other, where it stands ("fired, done")."""
+        state = state_words(schedule)
+        if state != "armed" or schedule.next_due is None:
+            return state
+        day, time = moment_words(schedule.next_due).split(" ", 1)
+        return format_html(
+            "<span class='nowrap'>{}</span> <span class='nowrap'>{}</span>", day, time
+        )
 
     @admin.display(description="last error", ordering="last_error_message")
     def last_error(self, schedule: Schedule) -> str:
