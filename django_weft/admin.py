@@ -4,6 +4,7 @@ modules and read their history."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
@@ -119,6 +120,10 @@ class ScheduleAdmin(ScheduleAdminBase):
         "state",
         "next_fires",
         "recent_runs",
+        "next_due_at",
+        "last_due_at",
+        "last_started_at",
+        "last_ended_at",
         *sorted(SCHEDULER_FIELDS - {"armed", "buffered_due"}),
     ]
     fieldsets = [
@@ -133,11 +138,11 @@ class ScheduleAdmin(ScheduleAdminBase):
             {
                 "fields": [
                     "state",
-                    "next_due",
+                    "next_due_at",
                     "last_status",
-                    "last_due",
-                    "last_started",
-                    "last_ended",
+                    "last_due_at",
+                    "last_started_at",
+                    "last_ended_at",
                     "last_error_type",
                     "last_error_message",
                     "last_run",
@@ -177,6 +182,23 @@ class ScheduleAdmin(ScheduleAdminBase):
         return format_html(
             "<span class='nowrap'>{}</span> <span class='nowrap'>{}</span>", day, time
         )
+
+    @admin.display(description="last due")
+    def last_due_at(self, schedule: Schedule) -> str:
+        return self._moment(schedule, schedule.last_due)
+
+    @admin.display(description="last started")
+    def last_started_at(self, schedule: Schedule) -> str:
+        return self._moment(schedule, schedule.last_started)
+
+    @admin.display(description="last ended")
+    def last_ended_at(self, schedule: Schedule) -> str:
+        return self._moment(schedule, schedule.last_ended)
+
+    @staticmethod
+    def _moment(schedule: Schedule, moment: datetime | None) -> str:
+        """To the second, in UTC and on the schedule's wall clock."""
+        return moment_words(moment, schedule.timezone) if moment else "-"
 
     @admin.display(description="last error", ordering="last_error_message")
     def last_error(self, schedule: Schedule) -> str:
@@ -232,6 +254,8 @@ class ScheduleAdmin(ScheduleAdminBase):
                 wrap(self.fires_view),
                 name="django_weft_schedule_fires",
             ),
+            path("args/", wrap(self.args_view), name="django_weft_schedule_args_new"),
+            path("<path:object_id>/args/", wrap(self.args_view), name="django_weft_schedule_args"),
             *(
                 path(
                     f"<path:object_id>/{button}/",
@@ -251,10 +275,11 @@ class ScheduleAdmin(ScheduleAdminBase):
         the add page. While a field of the plan has an error: no fires, the errors.
         """
         obj = self._page_object(request, object_id)
-        if obj is None:
-            if not self.has_add_permission(request):
-                raise PermissionDenied
-        elif not self.has_view_or_change_permission(request, obj):
+        if not (
+            self.has_add_permission(request)
+            if obj is None
+            else self.has_view_or_change_permission(request, obj)
+        ):
             raise PermissionDenied
         schedule = obj if obj is not None else Schedule()
         form_class = self.get_form(request, obj, change=obj is not None, fields=PLAN_FIELDS)
@@ -267,6 +292,20 @@ class ScheduleAdmin(ScheduleAdminBase):
         if any(name in form.changed_data for name in PLAN_FIELDS):
             schedule.armed = False  # once saved, the row is armed afresh from now
         return JsonResponse(fires_preview(schedule, load_clock().now()).as_json())
+
+    def args_view(self, request: HttpRequest, object_id: str | None = None) -> JsonResponse:
+        """The args' inputs of the job named in ``?job=``, for the page to swap in when
+        another job is picked. Allowed to whoever may edit the page it serves."""
+        obj = self._page_object(request, object_id)
+        if not (
+            self.has_add_permission(request)
+            if obj is None
+            else self.has_change_permission(request, obj)
+        ):
+            raise PermissionDenied
+        field = ArgsField()
+        field.use_job(request.GET.get("job", ""))
+        return JsonResponse({"html": field.widget.render("args", None, {"id": "id_args"})})
 
     def button_view(self, request: HttpRequest, object_id: str, button: str) -> HttpResponse:
         """*Run now*, *pause*, *resume*: the service layer decides, refusals become messages."""
@@ -331,9 +370,11 @@ class ScheduleAdmin(ScheduleAdminBase):
         if obj is None:
             editable = self.has_add_permission(request)
             fires_url = reverse(f"{site}:django_weft_schedule_fires_new")
+            args_url = reverse(f"{site}:django_weft_schedule_args_new")
         else:
             editable = self.has_change_permission(request, obj)
             fires_url = reverse(f"{site}:django_weft_schedule_fires", args=[quote(obj.pk)])
+            args_url = reverse(f"{site}:django_weft_schedule_args", args=[quote(obj.pk)])
         buttons: list[str] = []
         if obj is not None and editable:
             buttons = ["run-now"] if self.has_run_permission(request) else []
@@ -348,6 +389,7 @@ class ScheduleAdmin(ScheduleAdminBase):
             if obj is not None
         ]
         context["weft_fires_url"] = fires_url if editable else ""
+        context["weft_args_url"] = args_url if editable else ""
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:

@@ -502,3 +502,28 @@ def test_schedule_args_as_json_with_a_clear_error(root: Client) -> None:
     )
     assert response.status_code == 302
     assert Schedule.objects.get(name="any").args == {"colour": "teal"}
+
+
+def test_schedule_args_endpoint_gives_the_inputs_of_a_picked_job(
+    root: Client, viewer: Client, digest: Schedule
+) -> None:
+    """Picking another job asks for its args' inputs; only editors of the page may ask."""
+    url = reverse("admin:django_weft_schedule_args", args=[digest.pk])
+    html = root.get(url, {"job": "content.remind"}).json()["html"]
+    assert 'name="args.text"' in html
+    assert 'data-job="content.remind"' in html
+    html = root.get(reverse("admin:django_weft_schedule_args_new"), {"job": "no.such"}).json()
+    assert '<textarea name="args"' in html["html"]
+    assert viewer.get(url, {"job": "content.remind"}).status_code == 403
+    assert viewer.get(reverse("admin:django_weft_schedule_args_new")).status_code == 403
+
+
+@override_settings(WEFT_CLOCK="tests.clocks.March7")
+def test_schedule_page_moments_to_the_second_with_the_zone(root: Client, digest: Schedule) -> None:
+    """The last run's moments say seconds, UTC and the schedule's wall clock."""
+    Schedule.objects.filter(pk=digest.pk).update(
+        last_started=datetime(2026, 3, 7, 12, 0, 1, 250000, tzinfo=UTC)
+    )
+    page = root.get(change_url(digest)).content.decode()
+    assert "2026-03-07 12:00:01 UTC (2026-03-07 07:00:01 EST, America/Toronto)" in page
+    assert "250000" not in page

@@ -146,3 +146,20 @@ def test_browser_schedule_list_fits_1280_pixels(
     expect(page.locator("#result_list .weft-sch-error").first).to_have_attribute(
         "title", LONG_ERROR
     )
+
+
+def test_browser_picking_a_job_brings_its_args_form(browser: Browser, server: str) -> None:
+    """On the add page, picking a job swaps in an input per arg; saved, they are its args."""
+    page = admin_page(browser, server, "/admin/django_weft/schedule/add/")
+    expect(page.locator(".weft-sch-args textarea[name=args]")).to_be_visible()
+    page.fill("input[name=name]", "say hello")
+    page.fill("input[name=job]", "content.remind")
+    page.locator("input[name=job]").dispatch_event("change")
+    text = page.locator("input[name='args.text']")
+    expect(text).to_be_visible()
+    text.fill("water the plants")
+    page.fill("input[name=every]", "02:00:00")
+    expect(page.locator(".field-plan .readonly")).to_have_text("every 2 hours")
+    page.click("input[name=_continue]")
+    expect(page.locator(".messagelist")).to_contain_text("was added successfully")
+    expect(page.locator("input[name='args.text']")).to_have_value("water the plants")
