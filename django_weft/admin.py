@@ -3,7 +3,6 @@ modules and read their history."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -11,7 +10,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import (
     Http404,
     HttpRequest,
@@ -20,17 +19,30 @@ from django.http import (
     HttpResponseRedirect,
     JsonResponse,
 )
+from django.shortcuts import redirect
 from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from django_weft import access, operations, projections
 from django_weft.clocks import load_clock
+from django_weft.console import formatting, pages
 from django_weft.console.plan_preview import fires_preview, invalid_preview
 from django_weft.console.plan_words import moment_words, plan_words, state_words
 from django_weft.console.schedule_form import ArgsField, DatalistInput, job_options, zone_options
-from django_weft.models import Document, Module, ModuleRevision, Run, Schedule, WorkerProcess
+from django_weft.models import (
+    Document,
+    Module,
+    ModuleRevision,
+    Overview,
+    Run,
+    RunStatus,
+    Schedule,
+    WorkerProcess,
+)
 from django_weft.models.run import UNFINISHED
 from django_weft.models.schedule import PLAN_FIELDS, SCHEDULER_FIELDS
 from django_weft.sandbox.modules import grant_errors, save_module, source_errors
@@ -41,9 +53,11 @@ if TYPE_CHECKING:
     RunAdminBase = admin.ModelAdmin[Run]
     DocumentAdminBase = admin.ModelAdmin[Document]
     WorkerProcessAdminBase = admin.ModelAdmin[WorkerProcess]
+    OverviewAdminBase = admin.ModelAdmin[Overview]
 else:
     # ModelAdmin is generic only to the type checker.
     ScheduleAdminBase = RunAdminBase = DocumentAdminBase = WorkerProcessAdminBase = admin.ModelAdmin
+    OverviewAdminBase = admin.ModelAdmin
 
 if TYPE_CHECKING:
     ScheduleFormBase = forms.ModelForm[Schedule]
@@ -465,14 +479,31 @@ def _button_url_name(button: str) -> str:
 
 @admin.register(Run)
 class RunAdmin(RunAdminBase):
-    list_display = ["id", "job", "phase", "owner", "schedule", "due", "created_at", "finished_at"]
-    list_filter = ["status", "job", "owner"]
-    search_fields = ["id", "job", "idempotency_key"]
+    """The run list updates live and fits a laptop's screen; a run's page is the console's
+    run page (its output as a terminal, its attempts, *abort* and *retry*), not a form."""
+
+    list_display = ["short_id", "job", "phase", "queue", "owner", "schedule", "created", "length"]
+    list_display_links = ["short_id"]
+    list_filter = ["status", "job", "queue", "owner"]
+    list_select_related = ["owner", "schedule"]
+    search_fields = ["id", "job", "idempotency_key", "args"]
     actions = ["abort_action"]
     date_hierarchy = "created_at"
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Run | None = None) -> list[str]:
-        return [field.name for field in Run._meta.fields] + ["phase", "state_data"]
+    class Media:
+        css = {"all": ["django_weft/console.css"]}
+        js = ["django_weft/console.js"]
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/abort/", wrap(self.abort_view), name="django_weft_run_abort"),
+            path("<path:object_id>/retry/", wrap(self.retry_view), name="django_weft_run_retry"),
+            *super().get_urls(),
+        ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
+        return super().get_queryset(request).select_related("owner", "schedule", "state", "worker")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -480,19 +511,85 @@ class RunAdmin(RunAdminBase):
     def has_delete_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
         return False
 
+    @admin.display(description="id", ordering="id")
+    def short_id(self, run: Run) -> str:
+        return format_html("<code title='{}'>{}</code>", run.pk, formatting.short_id(run.pk))
+
     @admin.display(description="phase")
     def phase(self, run: Run) -> str:
-        return projections.phase(run)
+        phase = projections.phase(run)
+        return format_html("<span class='weft-phase weft-phase-{}'>{}</span>", phase, phase)
 
-    @admin.display(description="state")
-    def state_data(self, run: Run) -> str:
-        if run.state is None:
-            return "-"
-        return format_html(
-            "<pre class='weft-state' data-key='{}'>{}</pre>",
-            run.state.key,
-            json.dumps(run.state.data, indent=2, ensure_ascii=False),
+    @admin.display(description="created", ordering="created_at")
+    def created(self, run: Run) -> str:
+        return formatting.moment(run.created_at, timezone.get_current_timezone())
+
+    @admin.display(description="duration")
+    def length(self, run: Run) -> str:
+        length = formatting.run_length(run.started_at, run.finished_at, load_clock().now())
+        return formatting.duration(length)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """The run page: read-only, so no form and no Save button."""
+        run = self._run(request, object_id)
+        if not self.has_view_permission(request, run):
+            raise PermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            **pages.run_context(
+                request.user, run, load_clock().now(), timezone.get_current_timezone()
+            ),
+            "opts": self.opts,
+            "title": f"{run.job} {formatting.short_id(run.pk)}",
+            "subtitle": None,
+            "has_view_permission": True,
+            "media": self.media,
+            **(extra_context or {}),
+        }
+        return TemplateResponse(request, "admin/django_weft/run/page.html", context)
+
+    def _run(self, request: HttpRequest, object_id: str) -> Run:
+        run = self.get_object(request, unquote(object_id))
+        if run is None:
+            raise Http404(f"there is no run {object_id}")
+        return run
+
+    def abort_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """*Abort* on the run page: a POST, decided by the service layer."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        run = self._run(request, object_id)
+        requested = _act(
+            self, request, f"run {run.pk}", lambda: operations.abort_for(request.user, run)
         )
+        if requested is not None:
+            self.message_user(
+                request,
+                f"Abort requested for run {run.pk}: it stops at its next sleep() or check()."
+                if requested
+                else f"Abort of run {run.pk} was requested already.",
+                messages.SUCCESS,
+            )
+        return redirect("admin:django_weft_run_change", run.pk)
+
+    def retry_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """*Retry* on the run page: a new run with the same args, owned by whoever retries."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        run = self._run(request, object_id)
+        retried = _act(
+            self, request, f"retry run {run.pk}", lambda: operations.retry_for(request.user, run)
+        )
+        if retried is None:
+            return redirect("admin:django_weft_run_change", run.pk)
+        self.message_user(request, f"Run {run.pk} retried as run {retried.pk}.", messages.SUCCESS)
+        return redirect("admin:django_weft_run_change", retried.pk)
 
     def has_abort_permission(self, request: HttpRequest) -> bool:
         """Anyone signed in may abort their own runs; change_run, anyone's."""
@@ -507,6 +604,90 @@ class RunAdmin(RunAdminBase):
             ):
                 requested += 1
         self.message_user(request, f"Abort requested for {requested} run(s).")
+
+
+@admin.register(Overview)
+class OverviewAdmin(OverviewAdminBase):
+    """The overview page, listed on the admin index; live over the runs socket.
+
+    Its page re-reads its own fragment (``live/``) when the socket says a run changed,
+    at most once a second, so the page and its first paint are drawn by one template.
+    """
+
+    class Media:
+        css = {"all": ["django_weft/console.css"]}
+        js = ["django_weft/console.js"]
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("", wrap(self.changelist_view), name="django_weft_overview_changelist"),
+            path("live/", wrap(self.live_view), name="django_weft_overview_live"),
+            path("queues/pause/", wrap(self.pause_view), name="django_weft_overview_pause"),
+            path("queues/resume/", wrap(self.resume_view), name="django_weft_overview_resume"),
+        ]
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.has_perm(access.VIEW_RUN))
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def _context(self, request: HttpRequest) -> dict[str, Any]:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return {
+            **self.admin_site.each_context(request),
+            **pages.overview_context(
+                request.user, load_clock().now(), timezone.get_current_timezone()
+            ),
+            "opts": self.opts,
+            "title": "Overview",
+            "subtitle": None,
+            "media": self.media,
+        }
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        context = self._context(request) | (extra_context or {})
+        return TemplateResponse(request, "admin/django_weft/overview/page.html", context)
+
+    def live_view(self, request: HttpRequest) -> HttpResponse:
+        """The overview's figures alone, as the page redraws them."""
+        return TemplateResponse(
+            request, "admin/django_weft/overview/figures.html", self._context(request)
+        )
+
+    def pause_view(self, request: HttpRequest) -> HttpResponse:
+        return self._queue_action(request, pause=True)
+
+    def resume_view(self, request: HttpRequest) -> HttpResponse:
+        return self._queue_action(request, pause=False)
+
+    def _queue_action(self, request: HttpRequest, *, pause: bool) -> HttpResponse:
+        """Pause or resume the queue a POST names, through the service layer."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        queue = request.POST.get("queue", "")
+        verb = "pause" if pause else "resume"
+        action = operations.pause_queue_for if pause else operations.resume_queue_for
+        changed = _act(self, request, f"{verb} queue {queue}", lambda: action(request.user, queue))
+        if changed is not None:
+            done = (
+                f"Paused queue {queue}: no worker claims its runs until it is resumed."
+                if pause
+                else f"Resumed queue {queue}: workers claim its runs again."
+            )
+            same = f"Queue {queue} was {'paused' if pause else 'not paused'} already."
+            self.message_user(request, done if changed else same, messages.SUCCESS)
+        return redirect("admin:django_weft_overview_changelist")
 
 
 @admin.register(Document)
@@ -530,10 +711,24 @@ class DocumentAdmin(DocumentAdminBase):
 
 @admin.register(WorkerProcess)
 class WorkerProcessAdmin(WorkerProcessAdminBase):
-    list_display = ["__str__", "started_at", "last_beat", "stopped_at"]
+    """Worker rows are written by the workers themselves: read here, never edited."""
+
+    list_display = ["__str__", "started_at", "last_beat", "stopped_at", "running"]
     readonly_fields = ["hostname", "pid", "started_at", "last_beat", "stopped_at"]
+    ordering = ["-last_beat"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WorkerProcess]:
+        held = Count("runs", filter=Q(runs__status=RunStatus.RUNNING))
+        return super().get_queryset(request).annotate(running_runs=held)
+
+    @admin.display(description="running", ordering="running_runs")
+    def running(self, worker: WorkerProcess) -> int:
+        return int(getattr(worker, "running_runs", 0))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: WorkerProcess | None = None) -> bool:
         return False
 
 

@@ -149,8 +149,8 @@ def test_admin_runs_are_read_only_and_abortable(admin_client: Client) -> None:
     assert admin_client.get(reverse("admin:django_weft_run_add")).status_code == 403
     page = admin_client.get(reverse("admin:django_weft_run_change", args=[run.pk])).content.decode()
     assert "ls" in page
-    assert "weft-state" in page
-    assert "/ws/weft/runs/" in page
+    assert "weft-terminal" in page
+    assert "django_weft/console.js" in page, "the script that follows the run live"
     assert 'name="job"' not in page, "fields are read-only"
     admin_client.post(
         reverse("admin:django_weft_run_changelist"),

@@ -136,7 +136,7 @@ def test_browser_admin_edits_cron_runs_now_and_aborts(browser: Browser, server: 
 
     page.goto(f"{server}/admin/django_weft/run/?status__exact=running")
     page.locator("#result_list tbody tr", has_text="shell.run").locator("th a").click()
-    expect(page.locator("pre.weft-state")).to_contain_text("line 30", timeout=10_000)
+    expect(page.locator("pre.weft-terminal")).to_contain_text("line 30", timeout=10_000)
     page.go_back()
     page.locator("#result_list tbody tr", has_text="shell.run").locator(
         "input[type=checkbox]"
