@@ -245,6 +245,7 @@ class ScheduleAdmin(ScheduleAdminBase):
                 "runs": [
                     (
                         run,
+                        formatting.short_id(run.pk),
                         reverse(f"{site}:django_weft_run_change", args=[run.pk]),
                         projections.phase(run),
                         moment_words(run.due) if run.due else "run now",
