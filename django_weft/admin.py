@@ -299,7 +299,7 @@ class ScheduleAdmin(ScheduleAdminBase):
         schedule = obj if obj is not None else Schedule()
         form_class = self.get_form(request, obj, change=obj is not None, fields=PLAN_FIELDS)
         form = form_class(request.GET, instance=schedule)
-        if not form.fields:  # a read-only page: nothing is being typed
+        if not any(name in form.fields for name in PLAN_FIELDS):  # a read-only page
             return JsonResponse(fires_preview(schedule, load_clock().now()).as_json())
         if not form.is_valid():
             errors = {name: [str(m) for m in messages] for name, messages in form.errors.items()}
