@@ -527,3 +527,30 @@ def test_schedule_page_moments_to_the_second_with_the_zone(root: Client, digest:
     page = root.get(change_url(digest)).content.decode()
     assert "2026-03-07 12:00:01 UTC (2026-03-07 07:00:01 EST, America/Toronto)" in page
     assert "250000" not in page
+
+
+def test_schedule_buttons_need_the_csrf_token(digest: Schedule) -> None:
+    """A button's POST without the page's CSRF token is refused before anything runs."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(get_user_model().objects.create_superuser("csrf", "c@example.com", "pw"))
+    assert client.post(button_url(digest, "run_now")).status_code == 403
+    assert client.post(button_url(digest, "pause")).status_code == 403
+    assert not Run.objects.exists()
+    assert Schedule.objects.get(pk=digest.pk).enabled
+    page = client.get(change_url(digest)).content.decode()
+    form = page[page.index('class="weft-sch-button"') :].split("</form>", 1)[0]
+    assert 'name="csrfmiddlewaretoken"' in form
+
+
+def test_schedule_owner_runs_their_schedule_now(digest: Schedule) -> None:
+    """Staff who own a schedule and may start runs use its page and buttons without any
+    schedule permission: ownership is decided by the service layer's rules."""
+    owner = get_user_model().objects.create_user("ada", password="pw", is_staff=True)
+    owner.user_permissions.add(Permission.objects.get(codename="add_run"))
+    Schedule.objects.filter(pk=digest.pk).update(owner=owner)
+    client = Client()
+    client.force_login(owner)
+    page = client.get(change_url(digest)).content.decode()
+    assert 'name="run-now"' in page
+    client.post(button_url(digest, "run_now"))
+    assert Run.objects.get().owner_id == owner.pk
