@@ -554,3 +554,17 @@ def test_schedule_owner_runs_their_schedule_now(digest: Schedule) -> None:
     assert 'name="run-now"' in page
     client.post(button_url(digest, "run_now"))
     assert Run.objects.get().owner_id == owner.pk
+
+
+@override_settings(WEFT_CLOCK="tests.clocks.March7")
+def test_schedule_page_of_a_paused_schedule(root: Client) -> None:
+    """A paused schedule says so, and lists what it would fire if resumed now (an
+    interval from now, not its old grid)."""
+    row = Schedule.objects.create(name="tick", job="content.cleanup", every=timedelta(hours=1))
+    Schedule.objects.filter(pk=row.pk).update(
+        enabled=False, armed=True, next_due=datetime(2026, 3, 7, 11, 20, tzinfo=UTC)
+    )
+    page = root.get(change_url(row)).content.decode()
+    assert "Paused: nothing fires until it is resumed. Resumed now, it would fire:" in page
+    assert "<li>2026-03-07 12:00 UTC &middot;" in page
+    assert 'name="resume"' in page
