@@ -178,6 +178,7 @@ class ArgsWidget(forms.Widget):
         context = super().get_context(name, value, attrs)
         widget = context["widget"]
         widget["job"] = self.job
+        widget["deployed"] = self.job in registry
         widget["marker"] = f"{name}.{FORM_MARKER}"
         widget["inputs"] = None
         if self.inputs is None:
