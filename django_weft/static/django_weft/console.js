@@ -109,7 +109,9 @@
     let delay = 500;
     const open = () => {
       const scheme = location.protocol === "https:" ? "wss" : "ws";
-      const socket = new WebSocket(scheme + "://" + location.host + "/ws/weft/runs/");
+      // A project that mounts the socket elsewhere sets window.weftSocketPath (docs/admin.md).
+      const path = window.weftSocketPath || "/ws/weft/runs/";
+      const socket = new WebSocket(scheme + "://" + location.host + path);
       socket.addEventListener("open", () => { delay = 500; });
       socket.addEventListener("message", (event) => {
         const frame = JSON.parse(event.data);
