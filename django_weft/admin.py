@@ -436,8 +436,11 @@ class OverviewAdmin(OverviewAdminBase):
         """Pause or resume the queue a POST names, through the service layer."""
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
-        queue = request.POST.get("queue", "")
+        queue = request.POST.get("queue", "").strip()
         verb = "pause" if pause else "resume"
+        if not queue:
+            self.message_user(request, f"Name the queue to {verb}.", messages.ERROR)
+            return redirect("admin:django_weft_overview_changelist")
         action = operations.pause_queue_for if pause else operations.resume_queue_for
         changed = _act(self, request, f"{verb} queue {queue}", lambda: action(request.user, queue))
         if changed is not None:

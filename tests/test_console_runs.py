@@ -477,3 +477,18 @@ def test_console_read_only_pages_have_no_save_button(root: Any) -> None:
         assert 'name="_continue"' not in page
     listing = client.get(reverse("admin:django_weft_workerprocess_changelist")).content.decode()
     assert "running" in listing
+
+
+def test_console_pause_needs_a_queue_name(root: Any) -> None:
+    response = followed(client_of(root), f"{OVERVIEW}queues/pause/", {"queue": "  "})
+    assert messages_of(response) == ["Name the queue to pause."]
+    assert not PausedQueue.objects.exists()
+
+
+def test_console_run_page_of_a_job_without_output(root: Any) -> None:
+    """A job with no state document has no terminal, and the page says so."""
+    run = finished_run(noop, RunStatus.DONE, timedelta(minutes=1), attempt=1, result=None)
+    page = run_page(client_of(root), run).content.decode()
+    assert 'id="weft-terminal"' not in page
+    assert "No output." in page
+    assert "Attempt 1" in page
