@@ -46,7 +46,7 @@ from tests.browsers import admin_page, chromium, console_server  # noqa: E402
 from tests.jobs import broken, build, noop  # noqa: E402
 
 
-def history() -> None:
+def history(sitemap: Schedule) -> None:
     """A day of finished runs, a few an hour, some failed, on the charts' left."""
     now = timezone.now()
     for index in range(240):
@@ -54,6 +54,7 @@ def history() -> None:
         failed = index % 17 == 3
         run = start(broken if failed else noop)
         Run.objects.filter(pk=run.pk).update(
+            schedule=None if failed else sitemap,
             status=RunStatus.FAILED if failed else RunStatus.DONE,
             attempt=1,
             created_at=now - ago - timedelta(seconds=3),
@@ -64,15 +65,16 @@ def history() -> None:
         )
 
 
-def schedules() -> None:
+def schedules() -> Schedule:
+    """The coming fires; the sitemap's is the schedule of the day's earlier runs."""
     Schedule.objects.create(
         name="nightly digest", job="content.digest", cron="0 7 * * *", timezone="America/Toronto"
     )
     Schedule.objects.create(
-        name="refresh the sitemap", job="tests.noop", every=timedelta(minutes=20)
-    )
-    Schedule.objects.create(
         name="hourly cleanup", job="content.cleanup", cron="15 * * * *", timezone="Europe/Paris"
+    )
+    return Schedule.objects.create(
+        name="refresh the sitemap", job="tests.noop", every=timedelta(minutes=20)
     )
 
 
@@ -86,21 +88,20 @@ def wait_until(condition: object, what: str, timeout: float = 60) -> None:
 
 def main() -> None:
     call_command("migrate", verbosity=0)
-    get_user_model().objects.create_superuser("root", "root@example.com", "root")
-    history()
-    schedules()
+    root = get_user_model().objects.create_superuser("root", "root@example.com", "root")
+    history(schedules())
     PausedQueue.objects.create(queue="reports", paused_at=timezone.now())
     IMAGES.mkdir(parents=True, exist_ok=True)
     with console_server() as base, sync_playwright() as playwright:
         browser = chromium(playwright)
         for steps in (12, 30, 45):
-            start(build, {"steps": steps, "interval": 0.01})
-        start(shell, {"command": "make docs", "lines": 20})
-        failing = start(build, {"steps": 35, "interval": 0.02, "fail": True})
+            start(build, {"steps": steps, "interval": 0.01}, owner=root)
+        start(shell, {"command": "make docs", "lines": 20}, owner=root)
+        failing = start(build, {"steps": 35, "interval": 0.02, "fail": True}, owner=root)
         with transaction.atomic():
             waiting = start(build, {"steps": 5, "interval": 0.1})
             Run.objects.filter(pk=waiting.pk).update(queue="reports")
-        running = start(build, {"steps": 100_000, "interval": 0.05})
+        running = start(build, {"steps": 100_000, "interval": 0.05}, owner=root)
         wait_until(
             lambda: Run.objects.get(pk=failing.pk).status == RunStatus.FAILED, "the failing build"
         )

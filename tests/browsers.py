@@ -27,13 +27,16 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 
-#: Every element wider than the window: what makes a page scroll sideways.
+#: Every element wider than the window (what makes a page scroll sideways), and every
+#: element that clips or scrolls its own content sideways (a table cut off in its box).
 OVERFLOWING = """() => {
   const width = document.documentElement.clientWidth;
-  return [...document.querySelectorAll("body *")]
-    .filter((element) => element.scrollWidth > width)
+  const clips = (element) => getComputedStyle(element).overflowX !== "visible";
+  return [...document.querySelectorAll("body *:not(.visually-hidden)")]
+    .filter((element) => element.scrollWidth > width
+      || (clips(element) && element.scrollWidth > element.clientWidth + 1))
     .map((element) => `${element.tagName.toLowerCase()}#${element.id}.${element.className}`
-      + ` (${element.scrollWidth} px)`);
+      + ` (${element.scrollWidth} px in ${element.clientWidth} px)`);
 }"""
 
 

@@ -442,13 +442,23 @@ def test_console_retry_by_its_owner_without_view_run(operator: Any) -> None:
 # -- the run list ---------------------------------------------------------------------------
 
 
-def test_console_run_list_shows_short_ids_times_and_durations(viewer: Any) -> None:
+def test_console_run_list_shows_short_ids_times_and_durations(viewer: Any, root: Any) -> None:
+    """Each row: the short id, who or which schedule started it, the time to the second
+    with its zone, the duration."""
     run = finished_run(noop, RunStatus.DONE, timedelta(minutes=1))
+    fired = finished_run(noop, RunStatus.DONE, timedelta(minutes=2))
+    schedule = Schedule.objects.create(
+        name="every 45", job="tests.noop", every=timedelta(minutes=45)
+    )
+    Run.objects.filter(pk=run.pk).update(owner=root)
+    Run.objects.filter(pk=fired.pk).update(schedule=schedule)
     page = client_of(viewer).get("/admin/django_weft/run/").content.decode()
     assert f"<code title='{run.pk}'>{str(run.pk)[:8]}</code>" in page
     assert "2.00 s" in page
-    assert f"{timezone.localtime(run.created_at):%Y-%m-%d %H:%M:%S} UTC" in page
+    assert f"{timezone.localtime(run.created_at):%Y-%m-%d<br>%H:%M:%S} UTC" in page
     assert "django_weft/console.js" in page
+    assert '<td class="field-started_by">root</td>' in page
+    assert "schedule</span> every 45" in page
 
 
 def test_console_run_list_searches_args(viewer: Any) -> None:
