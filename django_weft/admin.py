@@ -3,25 +3,34 @@ modules and read their history."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.utils import unquote
+from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Q, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+    JsonResponse,
+)
 from django.shortcuts import redirect
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 
 from django_weft import access, operations, projections
 from django_weft.clocks import load_clock
 from django_weft.console import formatting, pages
-from django_weft.cron import CronError, Fire
+from django_weft.console.plan_preview import fires_preview, invalid_preview
+from django_weft.console.plan_words import moment_words, plan_words, state_words
+from django_weft.console.schedule_form import ArgsField, DatalistInput, job_options, zone_options
 from django_weft.models import (
     Document,
     Module,
@@ -33,7 +42,7 @@ from django_weft.models import (
     WorkerProcess,
 )
 from django_weft.models.run import UNFINISHED
-from django_weft.models.schedule import SCHEDULER_FIELDS
+from django_weft.models.schedule import PLAN_FIELDS, SCHEDULER_FIELDS
 from django_weft.sandbox.modules import grant_errors, save_module, source_errors
 from django_weft.schedules import validate_job_args
 
@@ -48,10 +57,6 @@ else:
     ScheduleAdminBase = RunAdminBase = DocumentAdminBase = WorkerProcessAdminBase = admin.ModelAdmin
     OverviewAdminBase = admin.ModelAdmin
 
-#: How many upcoming fires the change page lists.
-NEXT_FIRES = 10
-
-
 if TYPE_CHECKING:
     ScheduleFormBase = forms.ModelForm[Schedule]
 else:
@@ -60,13 +65,29 @@ else:
 
 class ScheduleForm(ScheduleFormBase):
     """Refuses what the deployed code cannot run: an unknown job, args that fail its
-    serializer (the model itself checks the plan)."""
+    serializer (the model itself checks the plan). The job and the zone are searched as
+    they are typed; the args are a form of the job's own (see
+    :mod:`django_weft.console.schedule_form`)."""
+
+    args = ArgsField(help_text="The job's args.")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "job" in self.fields:
+            self.fields["job"].widget = DatalistInput(job_options(), {"class": "vTextField"})
+        if "timezone" in self.fields:
+            self.fields["timezone"].widget = DatalistInput(zone_options(), {"class": "vTextField"})
+        if "args" in self.fields:
+            job = self.data.get(self.add_prefix("job")) if self.is_bound else None
+            if job is None:
+                job = self.initial.get("job") or self.instance.job
+            cast(ArgsField, self.fields["args"]).use_job(str(job or ""))
 
     def clean(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = super().clean() or {}
-        if "job" in cleaned:
+        if "job" in cleaned and "args" in cleaned:
             try:
-                cleaned["args"] = validate_job_args(cleaned["job"], cleaned.get("args"))
+                cleaned["args"] = validate_job_args(cleaned["job"], cleaned["args"])
             except ValidationError as error:
                 for field, messages in error.message_dict.items():
                     self.add_error(field if field in self.fields else None, messages)
@@ -83,31 +104,40 @@ def _act(admin_page: admin.ModelAdmin[Any], request: HttpRequest, what: str, wor
         return None
 
 
+#: The schedule page's buttons, each one POST through the service layer.
+SCHEDULE_BUTTONS = {"run-now": "Run now", "pause": "Pause", "resume": "Resume"}
+#: How many runs the schedule page lists.
+RECENT_RUNS = 10
+
+
 @admin.register(Schedule)
 class ScheduleAdmin(ScheduleAdminBase):
     list_display = [
         "name",
         "job",
         "plan",
-        "timezone",
-        "enabled",
-        "next_due",
+        "state",
+        "next_due_at",
         "last_status",
-        "last_error_message",
+        "last_error",
         "missed",
     ]
     list_filter = ["enabled", "last_status", "job"]
     search_fields = ["name", "job"]
     actions = ["run_now_action", "enable_action", "disable_action"]
     form = ScheduleForm
+    change_form_template = "admin/django_weft/schedule/change_form.html"
     readonly_fields = [
         "owner",
+        "plan",
+        "state",
         "next_fires",
+        "recent_runs",
         *sorted(SCHEDULER_FIELDS - {"armed", "buffered_due"}),
     ]
     fieldsets = [
         (None, {"fields": ["name", "job", "args", "enabled", "owner"]}),
-        ("When", {"fields": ["cron", "timezone", "every", "at", "next_fires"]}),
+        ("When", {"fields": ["plan", "cron", "timezone", "every", "at", "next_fires"]}),
         (
             "Policies",
             {"fields": ["catch_up", "catch_up_window", "grace", "overlap", "on_gap", "on_fold"]},
@@ -116,6 +146,7 @@ class ScheduleAdmin(ScheduleAdminBase):
             "Last run",
             {
                 "fields": [
+                    "state",
                     "next_due",
                     "last_status",
                     "last_due",
@@ -126,50 +157,198 @@ class ScheduleAdmin(ScheduleAdminBase):
                     "last_run",
                     "missed",
                     "problem",
+                    "recent_runs",
                 ]
             },
         ),
     ]
 
+    class Media:
+        css = {"all": ["django_weft/schedule.css"]}
+
     @admin.display(description="plan")
     def plan(self, schedule: Schedule) -> str:
-        return schedule.describe_plan()
+        return plan_words(schedule)
+
+    @admin.display(description="state")
+    def state(self, schedule: Schedule) -> str:
+        return state_words(schedule)
+
+    @admin.display(description="next due", ordering="next_due")
+    def next_due_at(self, schedule: Schedule) -> str:
+        return moment_words(schedule.next_due) if schedule.next_due else "-"
+
+    @admin.display(description="last error", ordering="last_error_message")
+    def last_error(self, schedule: Schedule) -> str:
+        """The last error cut to one line; the whole of it on hover and on the page."""
+        if not schedule.last_error_message:
+            return "-"
+        return format_html(
+            "<span class='weft-sch-error' title='{}'>{}</span>",
+            schedule.last_error_message,
+            schedule.last_error_message,
+        )
 
     @admin.display(description="next fires")
     def next_fires(self, schedule: Schedule) -> str:
-        """The coming fires in UTC and in the row's zone, DST-moved ones marked."""
-        if schedule.pk is None:
-            return "Save the schedule to see its next fires."
-        now = load_clock().now()
-        try:
-            fires: list[Fire] = []
-            plan = schedule.plan(now)
-            after = now
-            while len(fires) < NEXT_FIRES and (fire := plan.next_fire(after)) is not None:
-                fires.append(fire)
-                after = fire.due
-        except CronError as error:
-            return str(error)
-        if not schedule.enabled:
-            return "Disabled: nothing fires."
-        if not fires:
-            return "Nothing more to fire."
-        zone = ZoneInfo(schedule.timezone_name())
+        """The coming fires in UTC and in the row's zone, with DST notes in words."""
         return format_html(
-            "<ol class='weft-next-fires'>{}</ol>",
-            format_html_join(
-                "",
-                "<li>{} UTC &middot; {} {}</li>",
-                (
-                    (
-                        f"{fire.due:%Y-%m-%d %H:%M}",
-                        f"{fire.due.astimezone(zone):%Y-%m-%d %H:%M %Z}",
-                        f"({fire.note})" if fire.note else "",
-                    )
-                    for fire in fires
-                ),
-            ),
+            "<div class='weft-sch-fires' aria-live='polite'>{}</div>",
+            fires_preview(schedule, load_clock().now()).html(),
         )
+
+    @admin.display(description="recent runs")
+    def recent_runs(self, schedule: Schedule) -> str:
+        """The schedule's last runs, each linked to its page, and a link to all of them."""
+        if schedule.pk is None:
+            return "-"
+        site = self.admin_site.name
+        return render_to_string(
+            "admin/django_weft/schedule/recent_runs.html",
+            {
+                "runs": [
+                    (
+                        run,
+                        reverse(f"{site}:django_weft_run_change", args=[run.pk]),
+                        projections.phase(run),
+                        moment_words(run.due) if run.due else "run now",
+                        moment_words(run.finished_at) if run.finished_at else "-",
+                    )
+                    for run in schedule.runs.order_by("-created_at")[:RECENT_RUNS]
+                ],
+                "all_url": f"{reverse(f'{site}:django_weft_run_changelist')}"
+                f"?schedule__id__exact={schedule.pk}",
+            },
+        )
+
+    # -- the page's endpoints ---------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("fires/", wrap(self.fires_view), name="django_weft_schedule_fires_new"),
+            path(
+                "<path:object_id>/fires/",
+                wrap(self.fires_view),
+                name="django_weft_schedule_fires",
+            ),
+            *(
+                path(
+                    f"<path:object_id>/{button}/",
+                    wrap(self.button_view),
+                    {"button": button},
+                    name=_button_url_name(button),
+                )
+                for button in SCHEDULE_BUTTONS
+            ),
+            *super().get_urls(),
+        ]
+
+    def fires_view(self, request: HttpRequest, object_id: str | None = None) -> JsonResponse:
+        """The next fires of the form's unsaved plan, for the page to show as it is typed.
+
+        Allowed to whoever may see the page it serves: that schedule's change page, or
+        the add page. While a field of the plan has an error: no fires, the errors.
+        """
+        obj = self._page_object(request, object_id)
+        if obj is None:
+            if not self.has_add_permission(request):
+                raise PermissionDenied
+        elif not self.has_view_or_change_permission(request, obj):
+            raise PermissionDenied
+        schedule = obj if obj is not None else Schedule()
+        form_class = self.get_form(request, obj, change=obj is not None, fields=PLAN_FIELDS)
+        form = form_class(request.GET, instance=schedule)
+        if not form.fields:  # a read-only page: nothing is being typed
+            return JsonResponse(fires_preview(schedule, load_clock().now()).as_json())
+        if not form.is_valid():
+            errors = {name: [str(m) for m in messages] for name, messages in form.errors.items()}
+            return JsonResponse(invalid_preview(schedule).as_json(errors))
+        if any(name in form.changed_data for name in PLAN_FIELDS):
+            schedule.armed = False  # once saved, the row is armed afresh from now
+        return JsonResponse(fires_preview(schedule, load_clock().now()).as_json())
+
+    def button_view(self, request: HttpRequest, object_id: str, button: str) -> HttpResponse:
+        """*Run now*, *pause*, *resume*: the service layer decides, refusals become messages."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        schedule = self._page_object(request, object_id)
+        assert schedule is not None
+        user = request.user
+        if button == "run-now":
+            run = _act(self, request, str(schedule), lambda: operations.run_now_for(user, schedule))
+            if run is not None:
+                self.message_user(
+                    request,
+                    format_html(
+                        "Started run <a href='{}'>{}</a>.",
+                        reverse(f"{self.admin_site.name}:django_weft_run_change", args=[run.pk]),
+                        run.pk,
+                    ),
+                    messages.SUCCESS,
+                )
+        else:
+            enabled = button == "resume"
+            count = _act(
+                self,
+                request,
+                str(schedule),
+                lambda: operations.set_enabled_for(user, [schedule], enabled=enabled),
+            )
+            if count is not None:
+                self.message_user(
+                    request,
+                    "Resumed: armed from now; what it missed while paused is not made up."
+                    if enabled
+                    else "Paused: nothing fires until it is resumed.",
+                    messages.SUCCESS,
+                )
+        return HttpResponseRedirect(
+            reverse(
+                f"{self.admin_site.name}:django_weft_schedule_change", args=[quote(schedule.pk)]
+            )
+        )
+
+    def _page_object(self, request: HttpRequest, object_id: str | None) -> Schedule | None:
+        if object_id is None:
+            return None
+        schedule = self.get_object(request, unquote(object_id))
+        if schedule is None:
+            raise Http404(f"no schedule {object_id}")
+        return schedule
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Schedule | None = None,
+    ) -> HttpResponse:
+        """The page with its buttons, and where its script asks for the next fires."""
+        site = self.admin_site.name
+        if obj is None:
+            editable = self.has_add_permission(request)
+            fires_url = reverse(f"{site}:django_weft_schedule_fires_new")
+        else:
+            editable = self.has_change_permission(request, obj)
+            fires_url = reverse(f"{site}:django_weft_schedule_fires", args=[quote(obj.pk)])
+        buttons: list[str] = []
+        if obj is not None and editable:
+            buttons = ["run-now"] if self.has_run_permission(request) else []
+            buttons.append("pause" if obj.enabled else "resume")
+        context["weft_buttons"] = [
+            (
+                reverse(f"{site}:{_button_url_name(button)}", args=[quote(obj.pk)]),
+                SCHEDULE_BUTTONS[button],
+                button,
+            )
+            for button in buttons
+            if obj is not None
+        ]
+        context["weft_fires_url"] = fires_url if editable else ""
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
         """Through the service layer: who may write, and who the schedule runs as."""
@@ -236,6 +415,10 @@ class ScheduleAdmin(ScheduleAdminBase):
         )
         if count is not None:
             self.message_user(request, f"Disabled {count} schedule(s).")
+
+
+def _button_url_name(button: str) -> str:
+    return f"django_weft_schedule_{button.replace('-', '_')}"
 
 
 @admin.register(Run)

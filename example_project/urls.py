@@ -10,4 +10,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/", include("django_weft.api.urls")),
+    # The browsable API's "Log in" link.
+    path("api-auth/", include("rest_framework.urls")),
 ]

@@ -1,5 +1,7 @@
-"""The Python in README.md and docs/*.md compiles, its imports resolve, and README's
-first job works whether a schedule fires it or code starts it.
+"""The Python in README.md and docs/*.md compiles, its imports resolve, README's first
+job works whether a schedule fires it or code starts it, and a new project set up as the
+docs say (install.md, live.md's asgi.py and settings, the tutorial's jobs, schedules and
+tests) serves the admin's CSS under ``runjobs --http`` and runs every tutorial job.
 
 Every fenced block opened with ```` ```python ```` is checked:
 
@@ -18,7 +20,12 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
+import os
 import re
+import subprocess
+import sys
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -33,6 +40,8 @@ from django_weft.models import Run, RunStatus, Schedule
 from django_weft.runs import start
 from django_weft.testing import DrivenClock
 from django_weft.worker import Worker
+from tests.example_server import free_port
+from tests.processes import ChildProcess, dies_with_parent, port_is_open, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAGMENT = "<!-- fragment -->"
@@ -198,3 +207,181 @@ def test_readme_first_job_started_by_code(readme_digest: Job) -> None:
     assert run.status == RunStatus.DONE, run.error_message
     days = {day.isoformat() for day in (before, timezone.now().date())}
     assert run.result["day"] in days
+
+
+# --- a new project, set up as the docs say ----------------------------------------------
+
+
+def doc_block(name: str, containing: str, language: str = "python") -> str:
+    """The first ``language`` block of docs/``name`` that contains ``containing``."""
+    text = (ROOT / "docs" / name).read_text(encoding="utf-8")
+    fence = re.compile(rf"^```{language}[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+    found = [code for code in fence.findall(text) if containing in code]
+    assert found, f"docs/{name} has no {language} block with {containing!r}"
+    return str(found[0])
+
+
+def project_env() -> dict[str, str]:
+    """This interpreter's environment without the suite's settings, paths or pytest flags."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("DJANGO_", "PYTEST_", "WEFT_")) and name != "PYTHONPATH"
+    }
+    return env | {"DJANGO_SETTINGS_MODULE": "mysite.settings", "PYTHONUNBUFFERED": "1"}
+
+
+def in_project(site: Path, *argv: str, stdin: str = "") -> str:
+    """Run ``python argv`` in the new project; what it printed (a failure shows it all)."""
+    done = subprocess.run(
+        [sys.executable, *argv],
+        input=stdin,
+        cwd=site,
+        env=project_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, f"{argv} exited {done.returncode}:\n{done.stdout}{done.stderr}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def new_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``startproject mysite`` and ``startapp yourapp``, then what the docs tell a user to
+    write: install.md's apps and SQLite options, live.md's asgi.py and settings, and the
+    tutorial's jobs (the example's module and the ``publish`` job) in yourapp/jobs.py."""
+    site = tmp_path_factory.mktemp("newproject")
+    in_project(site, "-m", "django", "startproject", "mysite", str(site))
+    in_project(site, "manage.py", "startapp", "yourapp")
+    (site / "mysite" / "asgi.py").write_text(doc_block("live.md", "# asgi.py"), encoding="utf-8")
+    with (site / "mysite" / "settings.py").open("a", encoding="utf-8") as settings:
+        settings.write(
+            '\nINSTALLED_APPS += ["rest_framework", "django_weft", "yourapp"]\n'
+            'DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}\n'
+        )
+        settings.write(doc_block("live.md", "ASGI_APPLICATION"))
+    jobs = [
+        doc_block("tutorial.md", '@job("content.digest")'),
+        doc_block("tutorial.md", '@job("content.publish"'),
+    ]
+    (site / "yourapp" / "jobs.py").write_text("\n\n".join(jobs), encoding="utf-8")
+    in_project(site, "manage.py", "migrate", "--no-input", "-v", "0")
+    return site
+
+
+def test_docs_live_asgi_serves_the_admin_css_under_runjobs_http(new_project: Path) -> None:
+    """live.md's asgi.py, served by ``runjobs --http`` in a new project (DEBUG, as
+    startproject leaves it): the admin's login page gets its stylesheets."""
+    port = free_port()
+    server = ChildProcess(
+        dies_with_parent([sys.executable, "manage.py", "runjobs", "--http", f"127.0.0.1:{port}"]),
+        cwd=new_project,
+        env=project_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for(lambda: port_is_open(port) or server.poll() is not None, what="runjobs --http")
+        assert server.poll() is None, server.finish()
+        base = f"http://127.0.0.1:{port}"
+        with urllib.request.urlopen(f"{base}/admin/login/", timeout=10) as response:
+            page = response.read().decode()
+        sheets = re.findall(r'<link rel="stylesheet" href="([^"]+)"', page)
+        assert "/static/admin/css/base.css" in sheets, sheets
+        for sheet in sheets:
+            with urllib.request.urlopen(f"{base}{sheet}", timeout=10) as response:
+                assert response.status == 200
+                assert response.headers["Content-Type"].startswith("text/css"), sheet
+                assert response.read(), sheet
+    finally:
+        server.stop(20)
+
+
+#: Started in the new project after section 5's block: a run of each tutorial job, and the
+#: refused schedule the tutorial quotes; prints what the test asserts on, as JSON.
+START_EACH_JOB = """
+import json
+from datetime import timedelta
+
+from django.core.exceptions import ValidationError
+
+from django_weft.models import Schedule
+from django_weft.runs import start
+from django_weft.schedules import save_schedule
+
+runs = [
+    start("content.publish", {"post_id": "7"}),
+    start("content.digest"),
+    start("content.cleanup"),
+    start("content.remind", {"text": "renew"}),
+]
+try:
+    save_schedule(
+        Schedule(name="typo", job="content.publish", args={"post": 7}, every=timedelta(hours=1))
+    )
+except ValidationError as error:
+    refused = error.message_dict
+print(json.dumps({
+    "runs": [str(run.pk) for run in runs],
+    "stored": runs[0].args,
+    "refused": refused,
+    "schedules": sorted(Schedule.objects.values_list("name", flat=True)),
+}))
+"""
+
+#: After ``runjobs --once``: how each run ended, and the publish job's document.
+OUTCOMES = """
+import json
+
+from django_weft.models import Document, Run
+
+runs = Run.objects.filter(pk__in=json.loads(input()))
+print(json.dumps({
+    "runs": {run.job: [run.status, run.result, run.error_message] for run in runs},
+    "posts": Document.objects.get(key="content:posts").data,
+}))
+"""
+
+
+def test_docs_tutorial_jobs_and_schedules_run_in_a_new_project(new_project: Path) -> None:
+    """The tutorial's jobs run as pasted: section 5's schedules save, a start of each job
+    (``publish`` included, with its args' defaults) ends ``done`` under ``runjobs --once``,
+    and args the job does not know are refused with the tutorial's words."""
+    shell = ("manage.py", "shell", "-v", "0", "-c")
+    in_project(new_project, *shell, doc_block("tutorial.md", "save_schedule("))
+    made = json.loads(in_project(new_project, *shell, START_EACH_JOB))
+    assert made["schedules"] == ["publish the launch post", "sitemap", "weekly report"]
+    assert made["stored"] == {"post_id": 7, "notify": True}
+    assert made["refused"] == {
+        "args": [
+            "post_id: This field is required.",
+            'post: Unknown arg; "content.publish" accepts: notify, post_id.',
+        ]
+    }
+    in_project(new_project, "manage.py", "runjobs", "--once")
+    finished = json.loads(in_project(new_project, *shell, OUTCOMES, stdin=json.dumps(made["runs"])))
+    assert finished["runs"] == {
+        "content.publish": ["done", {"published": 7}, ""],
+        "content.digest": ["done", None, ""],
+        "content.cleanup": ["done", None, ""],
+        "content.remind": ["done", None, ""],
+    }
+    assert finished["posts"] == {"published": [7], "notified": [7]}
+
+
+def test_docs_tutorial_tests_pass_with_its_pytest_setup(new_project: Path) -> None:
+    """Section 7's test module passes in the new project, set up with what the section
+    says to install and configure (pytest, pytest-django, its pytest.ini)."""
+    assert "pip install pytest pytest-django" in doc_block("tutorial.md", "pytest-django", "sh")
+    (new_project / "pytest.ini").write_text(
+        doc_block("tutorial.md", "DJANGO_SETTINGS_MODULE", "ini"), encoding="utf-8"
+    )
+    (new_project / "tests").mkdir(exist_ok=True)
+    (new_project / "tests" / "test_schedules.py").write_text(
+        doc_block("tutorial.md", "# tests/test_schedules.py"), encoding="utf-8"
+    )
+    printed = in_project(new_project, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests")
+    assert re.search(r"^2 passed", printed, re.MULTILINE), printed

@@ -218,6 +218,14 @@ class RunStartSerializer(serializers.Serializer[Any]):
     args = serializers.DictField(required=False, default=dict)
 
 
+class NoBodySerializer(serializers.Serializer[Any]):
+    """The body of a request that takes none (an abort, a run now).
+
+    The browsable API builds a form from each action's serializer; this one gives it an
+    empty form instead of a row view, which cannot be built without a row.
+    """
+
+
 class RunFilterSerializer(serializers.Serializer[Any]):
     """The query parameters of the run list; each one given narrows it."""
 

@@ -35,6 +35,7 @@ from rest_framework.response import Response
 from django_weft import operations
 from django_weft.api import schema as _schema  # noqa: F401  (registers the schema extension)
 from django_weft.api.serializers import (
+    NoBodySerializer,
     RefusalSerializer,
     RunFilterSerializer,
     RunStartSerializer,
@@ -167,6 +168,20 @@ class RunViewSet(
     permission_classes = [IsAuthenticated]
     pagination_class = Pagination
 
+    def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:
+        """What a request sends (the browsable API's forms are built from it); replies
+        are always :class:`RunViewSerializer`."""
+        if self.action == "create":
+            return RunStartSerializer
+        if self.action == "abort":
+            return NoBodySerializer
+        return RunViewSerializer
+
+    def reply(self, run: Run, status_code: int = status.HTTP_200_OK) -> Response:
+        """The run as the request's user may see it."""
+        view = RunViewSerializer(run, context=self.get_serializer_context())
+        return Response(view.data, status=status_code)
+
     def get_queryset(self) -> QuerySet[Run]:
         queryset = super().get_queryset()
         if self.action != "list":
@@ -222,10 +237,7 @@ class RunViewSet(
                 body.validated_data["args"],
                 key=request.headers.get(IDEMPOTENCY_HEADER),
             )
-        return Response(
-            self.get_serializer(run).data,
-            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
-        )
+        return self.reply(run, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     @extend_schema(
         summary="Request an abort",
@@ -250,7 +262,7 @@ class RunViewSet(
             # An abort asked twice is still one request; only a finished run refuses.
             operations.abort_for(request.user, run)
         run = self.get_queryset().get(pk=run.pk)
-        return Response(self.get_serializer(run).data, status=status.HTTP_202_ACCEPTED)
+        return self.reply(run, status.HTTP_202_ACCEPTED)
 
 
 @extend_schema_view(
@@ -298,6 +310,8 @@ class ScheduleViewSet(WeftViewSetMixin, ScheduleViewSetBase):
     def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:
         if self.action in ("create", "update", "partial_update"):
             return ScheduleOwnerSerializer
+        if self.action == "run_now":
+            return NoBodySerializer
         return ScheduleViewSerializer
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:

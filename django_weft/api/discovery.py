@@ -1,0 +1,112 @@
+"""Finding your way around the API: its root, its OpenAPI schema, Swagger UI and Redoc.
+
+The schema carries django-weft's title and version unless the project names its own in
+``SPECTACULAR_SETTINGS`` (the schema describes every DRF view of the project, so a project
+that adds its own may want its own name on it). Swagger UI and Redoc load their scripts
+and styles from ``drf-spectacular-sidecar``'s static files, never from a CDN, whatever
+``SPECTACULAR_SETTINGS`` says about distributions: the pages work offline and behind a
+strict Content-Security-Policy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.templatetags.static import static
+from drf_spectacular.renderers import (
+    OpenApiJsonRenderer,
+    OpenApiJsonRenderer2,
+    OpenApiYamlRenderer,
+    OpenApiYamlRenderer2,
+)
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.routers import APIRootView
+
+import django_weft
+
+TITLE = "django-weft"
+DESCRIPTION = (
+    "Scheduled jobs and durable job runs: schedules (create, read, edit, delete, run now) "
+    "and runs (list, read, start, abort), each in the owner or the guest view."
+)
+#: Where ``drf-spectacular-sidecar`` keeps the distributions, under ``STATIC_URL``.
+SIDECAR = "drf_spectacular_sidecar"
+
+
+def schema_settings() -> dict[str, Any]:
+    """The title, version and description the schema gets, the project's own winning.
+
+    Read from ``settings`` on every request (drf-spectacular reads its own once), so
+    ``override_settings`` works as everywhere else.
+    """
+    project = getattr(settings, "SPECTACULAR_SETTINGS", {})
+    chosen = {"TITLE": TITLE, "VERSION": django_weft.__version__, "DESCRIPTION": DESCRIPTION}
+    return {name: project.get(name, value) for name, value in chosen.items()}
+
+
+@extend_schema(exclude=True)
+class ApiRootView(APIRootView):
+    """django-weft's API: runs and schedules, the OpenAPI schema, Swagger UI and Redoc.
+
+    Every signed-in user may list and read runs and schedules: their own in full, other
+    people's in the guest view. Writes need Django's model permissions; a refusal says
+    which one is missing.
+    """
+
+    # The root only names addresses, so anyone may read it; what lies behind each one
+    # checks its own permissions.
+    permission_classes = [AllowAny]
+
+
+class SchemaView(SpectacularAPIView):
+    """The OpenAPI 3 schema: JSON by default, YAML with ``?format=yaml``."""
+
+    renderer_classes = [
+        OpenApiJsonRenderer,
+        OpenApiJsonRenderer2,
+        OpenApiYamlRenderer,
+        OpenApiYamlRenderer2,
+    ]
+
+    @extend_schema(summary="This schema", responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        # drf-spectacular applies these around the generation only (its own mechanism).
+        self.custom_settings = schema_settings()
+        response: Response = super().get(request, *args, **kwargs)  # type: ignore[no-untyped-call]
+        return response
+
+
+class SwaggerView(SpectacularSwaggerView):
+    """Swagger UI over the schema, from the sidecar's static files."""
+
+    url_name = "weft-schema"
+    title = f"{TITLE} API"
+
+    @staticmethod
+    def _swagger_ui_resource(filename: str) -> str:
+        return static(f"{SIDECAR}/swagger-ui-dist/{filename}")
+
+    @staticmethod
+    def _swagger_ui_favicon() -> str:
+        return static(f"{SIDECAR}/swagger-ui-dist/favicon-32x32.png")
+
+
+class RedocView(SpectacularRedocView):
+    """Redoc over the schema, from the sidecar's static files, in the browser's own fonts.
+
+    The template is drf-spectacular's without its Google Fonts links.
+    """
+
+    url_name = "weft-schema"
+    title = f"{TITLE} API"
+    template_name = "django_weft/api/redoc.html"
+
+    @staticmethod
+    def _redoc_standalone() -> str:
+        return static(f"{SIDECAR}/redoc/bundles/redoc.standalone.js")
