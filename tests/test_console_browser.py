@@ -111,6 +111,31 @@ def test_console_browser_run_page_follows_output_then_aborts_and_retries(
     expect(page.locator("#weft-run-phase")).to_have_text("aborted", timeout=10_000)
 
 
+def test_console_browser_run_list_updates_live(browser: Browser, server: str) -> None:
+    """A run shows in the list as a worker claims it, and its phase changes as it finishes,
+    without a reload; a run selected for an action holds the list still."""
+    page = admin_page(browser, server, "root", "/admin/django_weft/run/")
+    run = start(build, {"steps": 40, "interval": 0.05})
+    row = page.locator("#result_list tbody tr", has_text=str(run.pk)[:8])
+    expect(row.locator(".weft-phase")).to_have_text("running", timeout=10_000)
+    expect(row.locator(".weft-phase")).to_have_text("done", timeout=10_000)
+    row.locator("input.action-select").check()
+    expect(page.locator(".action-counter")).to_contain_text("1 of 1 selected")
+    second = start(build, {"steps": 1, "interval": 0})
+    expect(page.locator(".weft-list-note")).to_contain_text("once no run or action is selected")
+    assert page.locator("#result_list tbody tr", has_text=str(second.pk)[:8]).count() == 0
+    row.locator("input.action-select").uncheck()
+    page.select_option("select[name=action]", "")
+    third = start(build, {"steps": 1, "interval": 0})
+    expect(page.locator("#result_list tbody tr", has_text=str(third.pk)[:8])).to_have_count(
+        1, timeout=10_000
+    )
+    page.locator("#result_list tbody tr", has_text=str(third.pk)[:8]).locator(
+        "input.action-select"
+    ).check()
+    expect(page.locator(".action-counter")).to_contain_text("1 of 3 selected")
+
+
 def test_console_browser_renders_ansi_as_the_server_does(browser: Browser, server: str) -> None:
     """The page's renderer (live updates) and the server's (first paint) agree exactly."""
     page = admin_page(browser, server, "root", OVERVIEW)
