@@ -42,7 +42,6 @@ def overview_context(user: User, now: datetime, zone: tzinfo) -> dict[str, Any]:
         "day_totals": _totals(overview.last_day),
         "now_text": moment(overview.now, zone),
         "can_pause": user.has_perm(access.PAUSE_QUEUE),
-        "zone": zone,
     }
 
 
