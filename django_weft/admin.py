@@ -656,9 +656,15 @@ class DocumentAdmin(DocumentAdminBase):
 
     list_display = ["key", "schema", "version", "revision", "updated_at"]
     search_fields = ["key", "schema"]
+    fields = readonly_fields = ("key", "schema", "version", "revision", "updated_at", "data_json")
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Document | None = None) -> list[str]:
-        return [field.name for field in Document._meta.fields]
+    class Media:
+        css = {"all": ["django_weft/console.css"]}
+
+    @admin.display(description="data")
+    def data_json(self, document: Document) -> str:
+        """Indented and wrapped, as the run pages show JSON."""
+        return format_html("<pre class='weft-json'>{}</pre>", formatting.pretty_json(document.data))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -476,7 +476,7 @@ def test_console_read_only_pages_have_no_save_button(root: Any) -> None:
     worker = WorkerProcess.objects.create(
         hostname="w", pid=1, started_at=timezone.now(), last_beat=timezone.now()
     )
-    document = Document.objects.create(key="k", schema="s", data={})
+    document = Document.objects.create(key="k", schema="s", data={"lines": ["a", "b"]})
     client = client_of(root)
     for url in (
         reverse("admin:django_weft_workerprocess_change", args=[worker.pk]),
@@ -485,6 +485,7 @@ def test_console_read_only_pages_have_no_save_button(root: Any) -> None:
         page = client.get(url).content.decode()
         assert 'name="_save"' not in page
         assert 'name="_continue"' not in page
+    assert "<pre class='weft-json'>{\n  &quot;lines&quot;: [\n    &quot;a&quot;," in page
     listing = client.get(reverse("admin:django_weft_workerprocess_changelist")).content.decode()
     assert "running" in listing
 
