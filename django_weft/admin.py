@@ -483,7 +483,7 @@ class RunAdmin(RunAdminBase):
     """The run list updates live and fits a laptop's screen; a run's page is the console's
     run page (its output as a terminal, its attempts, *abort* and *retry*), not a form."""
 
-    list_display = ["short_id", "job", "phase", "queue", "owner", "schedule", "created", "length"]
+    list_display = ["short_id", "job", "phase", "queue", "started_by", "created", "length"]
     list_display_links = ["short_id"]
     list_filter = ["status", "job", "queue", "owner"]
     list_select_related = ["owner", "schedule"]
@@ -521,9 +521,20 @@ class RunAdmin(RunAdminBase):
         phase = projections.phase(run)
         return format_html("<span class='weft-phase weft-phase-{}'>{}</span>", phase, phase)
 
+    @admin.display(description="started by")
+    def started_by(self, run: Run) -> str:
+        """The schedule that fired the run, or the user who started it: one narrow column."""
+        if run.schedule is not None:
+            return format_html("<span class='weft-quiet'>schedule</span> {}", run.schedule.name)
+        return run.owner.get_username() if run.owner is not None else "-"
+
     @admin.display(description="created", ordering="created_at")
     def created(self, run: Run) -> str:
-        return formatting.moment(run.created_at, timezone.get_current_timezone())
+        """The date over the time and zone: the list keeps room for every column at 1280 px."""
+        day, clock = formatting.moment(run.created_at, timezone.get_current_timezone()).split(
+            " ", 1
+        )
+        return format_html("{}<br>{}", day, clock)
 
     @admin.display(description="duration")
     def length(self, run: Run) -> str:
@@ -676,8 +687,11 @@ class OverviewAdmin(OverviewAdminBase):
         """Pause or resume the queue a POST names, through the service layer."""
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
-        queue = request.POST.get("queue", "")
+        queue = request.POST.get("queue", "").strip()
         verb = "pause" if pause else "resume"
+        if not queue:
+            self.message_user(request, f"Name the queue to {verb}.", messages.ERROR)
+            return redirect("admin:django_weft_overview_changelist")
         action = operations.pause_queue_for if pause else operations.resume_queue_for
         changed = _act(self, request, f"{verb} queue {queue}", lambda: action(request.user, queue))
         if changed is not None:
@@ -699,9 +713,15 @@ class DocumentAdmin(DocumentAdminBase):
 
     list_display = ["key", "schema", "version", "revision", "updated_at"]
     search_fields = ["key", "schema"]
+    fields = readonly_fields = ("key", "schema", "version", "revision", "updated_at", "data_json")
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Document | None = None) -> list[str]:
-        return [field.name for field in Document._meta.fields]
+    class Media:
+        css = {"all": ["django_weft/console.css"]}
+
+    @admin.display(description="data")
+    def data_json(self, document: Document) -> str:
+        """Indented and wrapped, as the run pages show JSON."""
+        return format_html("<pre class='weft-json'>{}</pre>", formatting.pretty_json(document.data))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -442,13 +442,23 @@ def test_console_retry_by_its_owner_without_view_run(operator: Any) -> None:
 # -- the run list ---------------------------------------------------------------------------
 
 
-def test_console_run_list_shows_short_ids_times_and_durations(viewer: Any) -> None:
+def test_console_run_list_shows_short_ids_times_and_durations(viewer: Any, root: Any) -> None:
+    """Each row: the short id, who or which schedule started it, the time to the second
+    with its zone, the duration."""
     run = finished_run(noop, RunStatus.DONE, timedelta(minutes=1))
+    fired = finished_run(noop, RunStatus.DONE, timedelta(minutes=2))
+    schedule = Schedule.objects.create(
+        name="every 45", job="tests.noop", every=timedelta(minutes=45)
+    )
+    Run.objects.filter(pk=run.pk).update(owner=root)
+    Run.objects.filter(pk=fired.pk).update(schedule=schedule)
     page = client_of(viewer).get("/admin/django_weft/run/").content.decode()
     assert f"<code title='{run.pk}'>{str(run.pk)[:8]}</code>" in page
     assert "2.00 s" in page
-    assert f"{timezone.localtime(run.created_at):%Y-%m-%d %H:%M:%S} UTC" in page
+    assert f"{timezone.localtime(run.created_at):%Y-%m-%d<br>%H:%M:%S} UTC" in page
     assert "django_weft/console.js" in page
+    assert '<td class="field-started_by">root</td>' in page
+    assert "schedule</span> every 45" in page
 
 
 def test_console_run_list_searches_args(viewer: Any) -> None:
@@ -466,7 +476,7 @@ def test_console_read_only_pages_have_no_save_button(root: Any) -> None:
     worker = WorkerProcess.objects.create(
         hostname="w", pid=1, started_at=timezone.now(), last_beat=timezone.now()
     )
-    document = Document.objects.create(key="k", schema="s", data={})
+    document = Document.objects.create(key="k", schema="s", data={"lines": ["a", "b"]})
     client = client_of(root)
     for url in (
         reverse("admin:django_weft_workerprocess_change", args=[worker.pk]),
@@ -475,5 +485,21 @@ def test_console_read_only_pages_have_no_save_button(root: Any) -> None:
         page = client.get(url).content.decode()
         assert 'name="_save"' not in page
         assert 'name="_continue"' not in page
+    assert "<pre class='weft-json'>{\n  &quot;lines&quot;: [\n    &quot;a&quot;," in page
     listing = client.get(reverse("admin:django_weft_workerprocess_changelist")).content.decode()
     assert "running" in listing
+
+
+def test_console_pause_needs_a_queue_name(root: Any) -> None:
+    response = followed(client_of(root), f"{OVERVIEW}queues/pause/", {"queue": "  "})
+    assert messages_of(response) == ["Name the queue to pause."]
+    assert not PausedQueue.objects.exists()
+
+
+def test_console_run_page_of_a_job_without_output(root: Any) -> None:
+    """A job with no state document has no terminal, and the page says so."""
+    run = finished_run(noop, RunStatus.DONE, timedelta(minutes=1), attempt=1, result=None)
+    page = run_page(client_of(root), run).content.decode()
+    assert 'id="weft-terminal"' not in page
+    assert "No output." in page
+    assert "Attempt 1" in page

@@ -16,7 +16,7 @@ from django.utils.safestring import SafeString
 from django_weft.console.formatting import moment
 from django_weft.console.overview import Bucket
 
-WIDTH, HEIGHT, AXIS = 600, 120, 16
+WIDTH, HEIGHT = 600, 100
 
 
 def _figure(value: float) -> str:
@@ -28,14 +28,14 @@ def bar_chart(title: str, buckets: Sequence[Bucket], zone: tzinfo) -> SafeString
     top = max(
         (bucket.finished_per_minute + bucket.failed_per_minute for bucket in buckets), default=0
     )
-    scale = (HEIGHT - AXIS) / top if top else 0.0
+    scale = HEIGHT / top if top else 0.0
     step = WIDTH / max(len(buckets), 1)
     bars = []
     for index, bucket in enumerate(buckets):
         x = index * step
         finished = bucket.finished_per_minute * scale
         failed = bucket.failed_per_minute * scale
-        base = HEIGHT - AXIS
+        base = HEIGHT
         label = (
             f"{moment(bucket.start, zone)}: {bucket.finished} finished, {bucket.failed} failed"
             + (f" in {bucket.minutes} minutes" if bucket.minutes > 1 else "")
@@ -52,23 +52,20 @@ def bar_chart(title: str, buckets: Sequence[Bucket], zone: tzinfo) -> SafeString
             )
         )
     first = moment(buckets[0].start, zone) if buckets else ""
+    # The labels are HTML around the drawing: text inside a stretched viewBox is distorted.
     return format_html(
+        '<figure class="weft-chart-figure">'
+        '<figcaption class="weft-chart-label">{} a minute at most</figcaption>'
         '<svg class="weft-chart" viewBox="0 0 {} {}" role="img" aria-label="{}" '
         'preserveAspectRatio="none">'
-        "<title>{}</title>"
-        '<line class="weft-chart-axis" x1="0" y1="{}" x2="{}" y2="{}"></line>'
         "{}"
-        '<text class="weft-chart-label" x="2" y="10">{} a minute at most</text>'
-        '<text class="weft-chart-label" x="2" y="{}">{}</text>'
-        '<text class="weft-chart-label" x="{}" y="{}" text-anchor="end">now</text>'
-        "</svg>",
+        "</svg>"
+        '<div class="weft-chart-label weft-chart-ends"><span>{}</span><span>now</span></div>'
+        "</figure>",
+        _figure(top),
         WIDTH,
         HEIGHT,
         title,
-        title,
-        HEIGHT - AXIS,
-        WIDTH,
-        HEIGHT - AXIS,
         format_html_join(
             "",
             '<g><title>{2}</title><rect class="weft-bar-finished" x="{0}" width="{1}" '
@@ -76,9 +73,5 @@ def bar_chart(title: str, buckets: Sequence[Bucket], zone: tzinfo) -> SafeString
             'y="{5}" height="{6}"></rect></g>',
             bars,
         ),
-        _figure(top),
-        HEIGHT - 3,
         first,
-        WIDTH - 2,
-        HEIGHT - 3,
     )

@@ -11,7 +11,7 @@ clock, as for the schedules' next fires), so the figures can be tested at any mo
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db.models import Count, Min, Q
@@ -101,7 +101,6 @@ class Overview:
     #: Whether more of each list exist than are shown.
     more_workers: bool = False
     more_fires: bool = False
-    notes: list[str] = field(default_factory=list)
 
 
 def read_overview(now: datetime) -> Overview:

@@ -9,6 +9,7 @@ private, the output, the result and the errors). Actions go through
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
@@ -20,7 +21,7 @@ from django_weft.access import User
 from django_weft.console.ansi import to_html
 from django_weft.console.charts import bar_chart
 from django_weft.console.formatting import duration, moment, pretty_json, run_length, short_id
-from django_weft.console.overview import read_overview
+from django_weft.console.overview import Bucket, read_overview
 from django_weft.models import Attempt, Run
 
 
@@ -41,11 +42,10 @@ def overview_context(user: User, now: datetime, zone: tzinfo) -> dict[str, Any]:
         "day_totals": _totals(overview.last_day),
         "now_text": moment(overview.now, zone),
         "can_pause": user.has_perm(access.PAUSE_QUEUE),
-        "zone": zone,
     }
 
 
-def _totals(buckets: Any) -> dict[str, int]:
+def _totals(buckets: Sequence[Bucket]) -> dict[str, int]:
     return {
         "finished": sum(bucket.finished for bucket in buckets),
         "failed": sum(bucket.failed for bucket in buckets),
@@ -105,6 +105,7 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
         # to_html escapes every character of the output it does not turn into a span.
         "output_html": mark_safe(to_html(output)) if isinstance(output, str) else None,
         "has_output": isinstance(output, str),
+        "has_state": run.state is not None,
         "state_json": pretty_json(rest) if rest not in (None, {}) else None,
         "state_revision": run.state.revision if run.state is not None else None,
         "result_json": pretty_json(run.result) if run.status == "done" else None,

@@ -109,7 +109,9 @@
     let delay = 500;
     const open = () => {
       const scheme = location.protocol === "https:" ? "wss" : "ws";
-      const socket = new WebSocket(scheme + "://" + location.host + "/ws/weft/runs/");
+      // A project that mounts the socket elsewhere sets window.weftSocketPath (docs/admin.md).
+      const path = window.weftSocketPath || "/ws/weft/runs/";
+      const socket = new WebSocket(scheme + "://" + location.host + path);
       socket.addEventListener("open", () => { delay = 500; });
       socket.addEventListener("message", (event) => {
         const frame = JSON.parse(event.data);
@@ -168,19 +170,21 @@
     const note = document.createElement("p");
     note.className = "weft-list-note weft-quiet";
     form.parentNode.insertBefore(note, form);
+    const busy = () => form.querySelector("input.action-select:checked")
+      || (form.querySelector("select[name=action]") || {}).value;
     const reread = throttle(async () => {
-      if (form.querySelector("input.action-select:checked")) {
-        note.textContent = "Runs changed: the list updates again once no run is selected.";
+      if (busy()) {
+        note.textContent = "Runs changed: the list updates again once no run or action is selected.";
         return;
       }
       try {
         const page = new DOMParser().parseFromString(await fetchHtml(location.href), "text/html");
-        const fresh = page.getElementById("result_list");
-        const table = document.getElementById("result_list");
-        if (fresh && table) table.replaceWith(fresh);
-        const counter = page.querySelector("#changelist .paginator");
-        const paginator = document.querySelector("#changelist .paginator");
-        if (counter && paginator) paginator.replaceWith(counter);
+        const fresh = page.getElementById("changelist-form");
+        if (!fresh || busy()) return;
+        form.innerHTML = fresh.innerHTML;
+        // The admin's own script binds the new rows' checkboxes, as on a page load.
+        const boxes = form.querySelectorAll("tr input.action-select");
+        if (window.Actions && boxes.length) window.Actions(boxes);
         note.textContent = "";
       } catch (error) {
         console.warn("weft: could not re-read the run list", error);
