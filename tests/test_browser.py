@@ -200,3 +200,26 @@ def test_browser_shell_output_follows_the_tail_unless_scrolled_up(
         if row.locator("button.abort").count():
             row.locator("button.abort").click()
         expect(row.locator(".phase")).to_have_text("aborted", timeout=10_000)
+
+
+@pytest.mark.parametrize(
+    ("path", "rendered"),
+    [
+        ("/api/schema/swagger-ui/", ".opblock-summary-path >> text=/api/runs/"),
+        ("/api/schema/redoc/", "h1 >> text=django-weft"),
+    ],
+)
+def test_browser_api_docs_render_from_this_server_alone(
+    browser: Browser, server: str, path: str, rendered: str
+) -> None:
+    """Swagger UI and Redoc render the schema, and every request the page makes goes to the
+    example's own server: no CDN, no web fonts."""
+    page = browser.new_context().new_page()
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.goto(f"{server}{path}")
+    expect(page.locator(rendered).first).to_be_visible(timeout=20_000)
+    here = (f"{server}/", f"blob:{server}/", "data:")  # blob: and data: are the page's own
+    elsewhere = [url for url in requested if not url.startswith(here)]
+    assert elsewhere == [], elsewhere
+    assert f"{server}/api/schema/" in requested
