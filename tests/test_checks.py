@@ -398,5 +398,13 @@ def test_checks_api_pages_without_the_sidecar() -> None:
             assert weft_messages() == [], "the pages are not mounted: nothing to say"
 
 
+@pytest.mark.django_db
+def test_checks_api_pages_with_no_urls_at_all(settings: Any) -> None:
+    """A worker's settings may have no ROOT_URLCONF: W003 says nothing, and never raises."""
+    del settings.ROOT_URLCONF
+    with modify_settings(INSTALLED_APPS={"remove": ["drf_spectacular_sidecar"]}):
+        assert "django_weft.W003" not in {m.id for m in weft_messages()}
+
+
 #: A URLconf without weft's API (``ROOT_URLCONF = "tests.test_checks"`` above).
 urlpatterns: list[Any] = []
