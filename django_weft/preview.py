@@ -145,16 +145,55 @@ def preview(since: datetime, period: timedelta, schedules: Iterable[Schedule]) -
 
 def _cron_slots(plan: CronPlan, since: datetime, until: datetime) -> list[tuple[Fire, str, str]]:
     """A cron plan's fires and skipped slots, each with its DST mark and wall-clock time."""
-    slots = []
-    for fire in plan.fires(since, until, include_skipped=True):
-        if fire.note in ("", "repeated"):
-            # The wall time that matched is the wall-clock time of the fire: no conversion.
-            reading = fire.wall.replace(tzinfo=plan.zone, fold=fire.note == "repeated")
-            local = f"{fire.wall.isoformat(' ', 'minutes')} {reading.tzname()}"
+    return [_cron_slot(plan, fire) for fire in plan.fires(since, until, include_skipped=True)]
+
+
+def _cron_slot(plan: CronPlan, fire: Fire) -> tuple[Fire, str, str]:
+    if fire.note in ("", "repeated"):
+        # The wall time that matched is the wall-clock time of the fire: no conversion.
+        reading = fire.wall.replace(tzinfo=plan.zone, fold=fire.note == "repeated")
+        local = f"{fire.wall.isoformat(' ', 'minutes')} {reading.tzname()}"
+    else:
+        local = _local(fire.due, plan.zone.key)
+    return fire, dst_note(fire), local
+
+
+#: Later than any slot a plan can name: "as far as the plan goes".
+_END_OF_TIME = datetime.max.replace(tzinfo=UTC)
+
+
+def upcoming(row: Schedule, since: datetime, count: int) -> list[PreviewLine]:
+    """The next ``count`` fires of one schedule after ``since``, as the preview lines them.
+
+    The admin's "next fires": DST-skipped slots among them are listed too (they do not
+    count), an overdue one-off shows at ``since``. Raises CronError for a row that cannot
+    be planned.
+    """
+    since = since.astimezone(UTC)
+    zone = row.timezone_name()
+    if row.at is not None:
+        return preview(since, _END_OF_TIME - since, [row])
+    lines: list[PreviewLine] = []
+    fires = 0
+    try:
+        plan = row.plan(since)
+        slots: Iterable[tuple[Fire, str, str]]
+        if isinstance(plan, CronPlan):
+            slots = (
+                _cron_slot(plan, fire)
+                for fire in plan.fires(since, _END_OF_TIME, include_skipped=True)
+            )
         else:
-            local = _local(fire.due, plan.zone.key)
-        slots.append((fire, dst_note(fire), local))
-    return slots
+            slots = ((fire, "", _local(fire.due, zone)) for fire in plan.fires(since, _END_OF_TIME))
+        for fire, mark, local in slots:
+            line = PreviewLine(fire.due, row.name, zone, fire.note, mark, local)
+            lines.append(line)
+            fires += line.fires
+            if fires >= count:
+                break
+    except OverflowError:  # an interval that steps past year 9999
+        pass
+    return lines
 
 
 def _local(moment: datetime, zone: str) -> str:

@@ -14,6 +14,7 @@ from django_weft.context import RunContext
 from django_weft.exceptions import RunAborted
 from django_weft.jobs import StateSpec, job
 from django_weft.outcomes import FinishContext, Outcome
+from django_weft.output import OutputBuffer
 from django_weft.retries import Retry
 
 
@@ -284,3 +285,38 @@ def greet(ctx: RunContext, name: str, greeting: str = "hello", times: int = 1) -
 def anything(ctx: RunContext, **options: Any) -> dict[str, Any]:
     """No serializer and ``**options``: any JSON args, returned as they came."""
     return options
+
+
+class BuildArgs(serializers.Serializer[Any]):
+    steps = serializers.IntegerField(min_value=0, max_value=100_000)
+    interval = serializers.FloatField(min_value=0, default=0.05)
+    fail = serializers.BooleanField(default=False)
+
+
+@job(
+    "tests.build",
+    args=BuildArgs,
+    state=StateSpec("tests.build_state", initial=lambda: {"output": ""}),
+)
+def build(ctx: RunContext, steps: int, interval: float, fail: bool) -> dict[str, int]:
+    """A build that prints coloured lines, as a terminal would show them, then passes or
+    fails: what the console's run page renders."""
+    assert ctx.state is not None
+    state = ctx.state
+    out = OutputBuffer(max_bytes=64 * 1024, max_lines=2_000)
+    throttle = ctx.throttle(lambda: state.change(lambda data: data.update(output=out.text)), 0.05)
+    try:
+        out.write("\x1b[1mbuilding\x1b[0m the project\n")
+        for number in range(1, steps + 1):
+            ctx.sleep(interval)
+            out.write(f"\x1b[32m✔\x1b[0m step {number} \x1b[2m({number * 7 % 50} ms)\x1b[0m\n")
+            if number % 10 == 0:
+                out.write(f"\x1b[33mwarning:\x1b[0m step {number} took its time\n")
+            throttle.mark()
+        if fail:
+            out.write("\x1b[1;31merror:\x1b[0m the last step exited with status 1\n")
+            raise RuntimeError(f"step {steps} failed: exit status 1")
+        out.write(f"\x1b[1;32mdone\x1b[0m: {steps} steps\n")
+        return {"steps": steps}
+    finally:
+        throttle.stop()

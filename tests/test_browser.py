@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from tests.browsers import chromium
 from tests.example_server import example_server
-
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +19,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    executable = shutil.which("chromium")
-    assert executable, "Debian's chromium is required: apt-get install -y chromium"
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=CHROMIUM_FLAGS
-        )
+        launched = chromium(playwright)
         yield launched
         launched.close()
 
@@ -136,7 +122,7 @@ def test_browser_admin_edits_cron_runs_now_and_aborts(browser: Browser, server: 
 
     page.goto(f"{server}/admin/django_weft/run/?status__exact=running")
     page.locator("#result_list tbody tr", has_text="shell.run").locator("th a").click()
-    expect(page.locator("pre.weft-state")).to_contain_text("line 30", timeout=10_000)
+    expect(page.locator("pre.weft-terminal")).to_contain_text("line 30", timeout=10_000)
     page.go_back()
     page.locator("#result_list tbody tr", has_text="shell.run").locator(
         "input[type=checkbox]"

@@ -3,6 +3,7 @@
 from django_weft.models.attempt import Attempt
 from django_weft.models.document import Document
 from django_weft.models.module import Module, ModuleRevision
+from django_weft.models.overview import Overview
 from django_weft.models.queue import PausedQueue
 from django_weft.models.run import Run, RunStatus
 from django_weft.models.schedule import CatchUp, LastStatus, OnFold, OnGap, Overlap, Schedule
@@ -18,6 +19,7 @@ __all__ = [
     "OnFold",
     "OnGap",
     "Overlap",
+    "Overview",
     "PausedQueue",
     "Run",
     "RunStatus",

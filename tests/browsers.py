@@ -1,0 +1,78 @@
+"""Real browsers on a real console: Debian's chromium (playwright) and ``runjobs --http``.
+
+Used by the browser tests and by ``scripts/console_screenshots.py``. The server is a
+``runjobs --http`` subprocess serving the test project (``tests.asgi``) on the database
+this process uses, so the runs it executes and the pages it serves are the real thing,
+and the in-memory channel layer carries the changes to the browser's socket.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from playwright.sync_api import Browser, Page, Playwright
+
+from tests.example_server import free_port
+from tests.processes import port_is_open, runjobs, wait_for
+
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+#: Every element wider than the window (what makes a page scroll sideways), and every
+#: element that clips or scrolls its own content sideways (a table cut off in its box).
+OVERFLOWING = """() => {
+  const width = document.documentElement.clientWidth;
+  const clips = (element) => getComputedStyle(element).overflowX !== "visible";
+  return [...document.querySelectorAll("body *:not(.visually-hidden)")]
+    .filter((element) => element.scrollWidth > width
+      || (clips(element) && element.scrollWidth > element.clientWidth + 1))
+    .map((element) => `${element.tagName.toLowerCase()}#${element.id}.${element.className}`
+      + ` (${element.scrollWidth} px in ${element.clientWidth} px)`);
+}"""
+
+
+def chromium(playwright: Playwright) -> Browser:
+    executable = shutil.which("chromium")
+    assert executable, "Debian's chromium is required: apt-get install -y chromium"
+    return playwright.chromium.launch(
+        executable_path=executable, headless=True, args=CHROMIUM_FLAGS
+    )
+
+
+@contextmanager
+def console_server(*, extra_env: dict[str, str] | None = None) -> Iterator[str]:
+    """``runjobs --http`` on a free port until the block ends; yields its base URL."""
+    port = free_port()
+    process = runjobs("--http", f"127.0.0.1:{port}", "--shutdown-grace", "2", extra_env=extra_env)
+    try:
+        wait_for(lambda: port_is_open(port) or process.poll() is not None, what="runjobs --http")
+        if process.poll() is not None:
+            raise AssertionError(f"runjobs --http exited:\n{process.finish()}")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.stop(20)
+
+
+def admin_page(browser: Browser, base: str, username: str, path: str, width: int = 1280) -> Page:
+    """A new browser window ``width`` px wide, signed in to the admin, showing ``path``."""
+    page = browser.new_context(viewport={"width": width, "height": 900}).new_page()
+    page.goto(f"{base}/admin/login/?next={path}")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", username)
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{base}{path}")
+    return page
+
+
+def overflowing(page: Page) -> list[str]:
+    found: list[str] = page.evaluate(OVERFLOWING)
+    return found
