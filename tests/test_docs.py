@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import io
 import json
 import os
 import re
@@ -33,6 +34,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 
 from django_weft.jobs import Job, registry
@@ -385,3 +387,24 @@ def test_docs_tutorial_tests_pass_with_its_pytest_setup(new_project: Path) -> No
     )
     printed = in_project(new_project, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests")
     assert re.search(r"^2 passed", printed, re.MULTILINE), printed
+
+
+@pytest.mark.django_db
+def test_docs_tutorial_preview_is_what_runjobs_prints_for_the_demo() -> None:
+    """Section 6's preview: on the demo's schedules, ``runjobs --plan 36h --since ...``
+    prints the lines the tutorial shows, in that order (``...`` stands for the others)."""
+    text = (ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8")
+    shown = re.search(
+        r"^```\n\$ python manage.py (runjobs --plan .*?)\n(.*?)^```$", text, re.M | re.S
+    )
+    assert shown, "docs/tutorial.md has no preview block"
+    call_command("demo", stdout=io.StringIO())
+    printed = io.StringIO()
+    call_command(*shown.group(1).split(), stdout=printed)
+    lines = printed.getvalue().splitlines()
+    position = 0
+    for line in shown.group(2).splitlines():
+        if line == "...":
+            continue
+        assert line in lines[position:], f"{line!r} is not printed (after line {position})"
+        position = lines.index(line, position) + 1

@@ -4,8 +4,8 @@ The schema carries django-weft's title and version unless the project names its 
 ``SPECTACULAR_SETTINGS`` (the schema describes every DRF view of the project, so a project
 that adds its own may want its own name on it). Swagger UI and Redoc load their scripts
 and styles from ``drf-spectacular-sidecar``'s static files, never from a CDN, whatever
-``SPECTACULAR_SETTINGS`` says about distributions: the pages work offline and behind a
-strict Content-Security-Policy.
+``SPECTACULAR_SETTINGS`` says about distributions: the pages work offline, and load
+nothing from another site.
 """
 
 from __future__ import annotations
