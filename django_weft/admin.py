@@ -3,6 +3,7 @@ modules and read their history."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
@@ -23,7 +24,8 @@ from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from django_weft import access, operations, projections
 from django_weft.clocks import load_clock
@@ -114,9 +116,8 @@ RECENT_RUNS = 10
 class ScheduleAdmin(ScheduleAdminBase):
     list_display = [
         "name",
-        "job",
+        "job_name",
         "plan",
-        "state",
         "next_due_at",
         "last_status",
         "last_error",
@@ -133,6 +134,10 @@ class ScheduleAdmin(ScheduleAdminBase):
         "state",
         "next_fires",
         "recent_runs",
+        "next_due_at",
+        "last_due_at",
+        "last_started_at",
+        "last_ended_at",
         *sorted(SCHEDULER_FIELDS - {"armed", "buffered_due"}),
     ]
     fieldsets = [
@@ -147,11 +152,11 @@ class ScheduleAdmin(ScheduleAdminBase):
             {
                 "fields": [
                     "state",
-                    "next_due",
+                    "next_due_at",
                     "last_status",
-                    "last_due",
-                    "last_started",
-                    "last_ended",
+                    "last_due_at",
+                    "last_started_at",
+                    "last_ended_at",
                     "last_error_type",
                     "last_error_message",
                     "last_run",
@@ -174,9 +179,40 @@ class ScheduleAdmin(ScheduleAdminBase):
     def state(self, schedule: Schedule) -> str:
         return state_words(schedule)
 
+    @admin.display(description="job", ordering="job")
+    def job_name(self, schedule: Schedule) -> str:
+        """The job's name, free to wrap after each dot in a narrow column."""
+        return format_html_join(
+            mark_safe(".<wbr>"), "{}", ((part,) for part in schedule.job.split("."))
+        )
+
     @admin.display(description="next due", ordering="next_due")
     def next_due_at(self, schedule: Schedule) -> str:
-        return moment_words(schedule.next_due) if schedule.next_due else "-"
+        """When an armed row fires next; for any other, where it stands ("fired, done")."""
+        state = state_words(schedule)
+        if state != "armed" or schedule.next_due is None:
+            return state
+        day, time = moment_words(schedule.next_due).split(" ", 1)
+        return format_html(
+            "<span class='nowrap'>{}</span> <span class='nowrap'>{}</span>", day, time
+        )
+
+    @admin.display(description="last due")
+    def last_due_at(self, schedule: Schedule) -> str:
+        return self._moment(schedule, schedule.last_due)
+
+    @admin.display(description="last started")
+    def last_started_at(self, schedule: Schedule) -> str:
+        return self._moment(schedule, schedule.last_started)
+
+    @admin.display(description="last ended")
+    def last_ended_at(self, schedule: Schedule) -> str:
+        return self._moment(schedule, schedule.last_ended)
+
+    @staticmethod
+    def _moment(schedule: Schedule, moment: datetime | None) -> str:
+        """To the second, in UTC and on the schedule's wall clock."""
+        return moment_words(moment, schedule.timezone) if moment else "-"
 
     @admin.display(description="last error", ordering="last_error_message")
     def last_error(self, schedule: Schedule) -> str:
@@ -209,6 +245,7 @@ class ScheduleAdmin(ScheduleAdminBase):
                 "runs": [
                     (
                         run,
+                        formatting.short_id(run.pk),
                         reverse(f"{site}:django_weft_run_change", args=[run.pk]),
                         projections.phase(run),
                         moment_words(run.due) if run.due else "run now",
@@ -232,6 +269,8 @@ class ScheduleAdmin(ScheduleAdminBase):
                 wrap(self.fires_view),
                 name="django_weft_schedule_fires",
             ),
+            path("args/", wrap(self.args_view), name="django_weft_schedule_args_new"),
+            path("<path:object_id>/args/", wrap(self.args_view), name="django_weft_schedule_args"),
             *(
                 path(
                     f"<path:object_id>/{button}/",
@@ -251,15 +290,16 @@ class ScheduleAdmin(ScheduleAdminBase):
         the add page. While a field of the plan has an error: no fires, the errors.
         """
         obj = self._page_object(request, object_id)
-        if obj is None:
-            if not self.has_add_permission(request):
-                raise PermissionDenied
-        elif not self.has_view_or_change_permission(request, obj):
+        if not (
+            self.has_add_permission(request)
+            if obj is None
+            else self.has_view_or_change_permission(request, obj)
+        ):
             raise PermissionDenied
         schedule = obj if obj is not None else Schedule()
         form_class = self.get_form(request, obj, change=obj is not None, fields=PLAN_FIELDS)
         form = form_class(request.GET, instance=schedule)
-        if not form.fields:  # a read-only page: nothing is being typed
+        if not any(name in form.fields for name in PLAN_FIELDS):  # a read-only page
             return JsonResponse(fires_preview(schedule, load_clock().now()).as_json())
         if not form.is_valid():
             errors = {name: [str(m) for m in messages] for name, messages in form.errors.items()}
@@ -267,6 +307,20 @@ class ScheduleAdmin(ScheduleAdminBase):
         if any(name in form.changed_data for name in PLAN_FIELDS):
             schedule.armed = False  # once saved, the row is armed afresh from now
         return JsonResponse(fires_preview(schedule, load_clock().now()).as_json())
+
+    def args_view(self, request: HttpRequest, object_id: str | None = None) -> JsonResponse:
+        """The args' inputs of the job named in ``?job=``, for the page to swap in when
+        another job is picked. Allowed to whoever may edit the page it serves."""
+        obj = self._page_object(request, object_id)
+        if not (
+            self.has_add_permission(request)
+            if obj is None
+            else self.has_change_permission(request, obj)
+        ):
+            raise PermissionDenied
+        field = ArgsField()
+        field.use_job(request.GET.get("job", ""))
+        return JsonResponse({"html": field.widget.render("args", None, {"id": "id_args"})})
 
     def button_view(self, request: HttpRequest, object_id: str, button: str) -> HttpResponse:
         """*Run now*, *pause*, *resume*: the service layer decides, refusals become messages."""
@@ -331,9 +385,11 @@ class ScheduleAdmin(ScheduleAdminBase):
         if obj is None:
             editable = self.has_add_permission(request)
             fires_url = reverse(f"{site}:django_weft_schedule_fires_new")
+            args_url = reverse(f"{site}:django_weft_schedule_args_new")
         else:
             editable = self.has_change_permission(request, obj)
             fires_url = reverse(f"{site}:django_weft_schedule_fires", args=[quote(obj.pk)])
+            args_url = reverse(f"{site}:django_weft_schedule_args", args=[quote(obj.pk)])
         buttons: list[str] = []
         if obj is not None and editable:
             buttons = ["run-now"] if self.has_run_permission(request) else []
@@ -348,6 +404,7 @@ class ScheduleAdmin(ScheduleAdminBase):
             if obj is not None
         ]
         context["weft_fires_url"] = fires_url if editable else ""
+        context["weft_args_url"] = args_url if editable else ""
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:

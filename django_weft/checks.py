@@ -7,9 +7,11 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
 from django.db import connections
+from django.urls import NoReverseMatch, reverse
 from django.utils.module_loading import import_string
 
 from django_weft.conf import weft_settings
@@ -174,6 +176,27 @@ def check_live_origins(
             hint="List your hosts in ALLOWED_HOSTS, or the sites that may open the socket "
             "in CSRF_TRUSTED_ORIGINS.",
             id="django_weft.W002",
+        )
+    ]
+
+
+@register()
+def check_api_pages_files(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """Swagger UI and Redoc, when the project mounts them, need the sidecar's files."""
+    if apps.is_installed("drf_spectacular_sidecar") or not getattr(settings, "ROOT_URLCONF", None):
+        return []  # a worker's settings may have no URLs at all
+    try:
+        reverse("weft-swagger-ui")
+    except NoReverseMatch:
+        return []  # weft's API pages are not mounted (or under a namespace of the project)
+    return [
+        Warning(
+            "django-weft's Swagger UI and Redoc pages load their scripts and styles from "
+            "drf-spectacular-sidecar, which is not in INSTALLED_APPS: they would stay blank.",
+            hint='Add "drf_spectacular_sidecar" to INSTALLED_APPS.',
+            id="django_weft.W003",
         )
     ]
 

@@ -173,17 +173,18 @@ def upcoming(row: Schedule, since: datetime, count: int) -> list[PreviewLine]:
     zone = row.timezone_name()
     if row.at is not None:
         return preview(since, _END_OF_TIME - since, [row])
-    plan = row.plan(since)
-    slots: Iterable[tuple[Fire, str, str]]
-    if isinstance(plan, CronPlan):
-        slots = (
-            _cron_slot(plan, fire) for fire in plan.fires(since, _END_OF_TIME, include_skipped=True)
-        )
-    else:
-        slots = ((fire, "", _local(fire.due, zone)) for fire in plan.fires(since, _END_OF_TIME))
     lines: list[PreviewLine] = []
     fires = 0
     try:
+        plan = row.plan(since)
+        slots: Iterable[tuple[Fire, str, str]]
+        if isinstance(plan, CronPlan):
+            slots = (
+                _cron_slot(plan, fire)
+                for fire in plan.fires(since, _END_OF_TIME, include_skipped=True)
+            )
+        else:
+            slots = ((fire, "", _local(fire.due, zone)) for fire in plan.fires(since, _END_OF_TIME))
         for fire, mark, local in slots:
             line = PreviewLine(fire.due, row.name, zone, fire.note, mark, local)
             lines.append(line)

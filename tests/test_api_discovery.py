@@ -288,3 +288,10 @@ def test_browsable_api_run_list_offers_the_start_form_to_who_may_post(
     text = page.content.decode()
     assert 'name="job"' in text
     assert "idempotency_key" not in text.split('id="post-generic-content-form"')[-1]
+
+
+def test_api_redoc_page_keeps_images_to_this_site() -> None:
+    """Redoc's bundle always shows its maker's logo from their CDN; the page's policy
+    refuses it (the browser test sees no request leave the server)."""
+    response = Client().get(REDOC, HTTP_ACCEPT=BROWSER_ACCEPT)
+    assert response["Content-Security-Policy"] == "img-src 'self' data: blob:"

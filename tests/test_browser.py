@@ -133,3 +133,79 @@ def test_browser_admin_edits_cron_runs_now_and_aborts(browser: Browser, server: 
     expect(run_row(owner, "sleep forever").locator(".phase")).to_have_text(
         "aborted", timeout=10_000
     )
+
+
+#: How far (px) the output box of the shell page's run whose row shows ``command`` is
+#: scrolled above its end (0 at the tail), as the page is at the moment of the call.
+FROM_BOTTOM = """command => {
+    const row = [...document.querySelectorAll("#runs tbody tr")]
+        .find((tr) => tr.textContent.includes(command));
+    const box = row?.querySelector("pre.output");
+    return box ? box.scrollHeight - box.scrollTop - box.clientHeight : null;
+}"""
+
+
+def distance_from_bottom(page: Page, command: str) -> float:
+    return float(page.evaluate(FROM_BOTTOM, command))
+
+
+def scrolled_from_top(page: Page, command: str) -> float:
+    return float(run_row(page, command).locator("pre.output").evaluate("el => el.scrollTop"))
+
+
+def test_browser_shell_output_follows_the_tail_unless_scrolled_up(
+    browser: Browser, server: str
+) -> None:
+    """As lines arrive the output box shows the newest; a reader who scrolls up stays where
+    they are while lines keep coming; scrolling back to the bottom follows again."""
+    page = signed_in(browser, server, "owner")
+    page.fill("input[name=command]", "make check")
+    page.fill("input[name=lines]", "5000")
+    page.click("#run-form button[type=submit]")
+    row = run_row(page, "make check")
+    box = row.locator("pre.output")
+    try:
+        expect(box).to_contain_text("line 40", timeout=10_000)
+        assert box.evaluate("el => el.scrollHeight > el.clientHeight"), "the box overflows"
+        expect(box).to_contain_text("line 60")
+        assert distance_from_bottom(page, "make check") <= 4, "the newest line is in view"
+
+        box.hover()
+        page.mouse.wheel(0, -300)
+        page.wait_for_function(f"({FROM_BOTTOM})('make check') > 100")
+        held = scrolled_from_top(page, "make check")
+        expect(box).to_contain_text("line 120", timeout=10_000)
+        assert scrolled_from_top(page, "make check") == pytest.approx(held, abs=2)
+        assert distance_from_bottom(page, "make check") > 100, "still where the reader left it"
+
+        page.mouse.wheel(0, 100_000)
+        page.wait_for_function(f"({FROM_BOTTOM})('make check') <= 4")
+        expect(box).to_contain_text("line 160", timeout=10_000)
+        assert distance_from_bottom(page, "make check") <= 4, "following the tail again"
+    finally:
+        if row.locator("button.abort").count():
+            row.locator("button.abort").click()
+        expect(row.locator(".phase")).to_have_text("aborted", timeout=10_000)
+
+
+@pytest.mark.parametrize(
+    ("path", "rendered"),
+    [
+        ("/api/schema/swagger-ui/", ".opblock-summary-path >> text=/api/runs/"),
+        ("/api/schema/redoc/", "h1 >> text=django-weft"),
+    ],
+)
+def test_browser_api_docs_render_from_this_server_alone(
+    browser: Browser, server: str, path: str, rendered: str
+) -> None:
+    """Swagger UI and Redoc render the schema, and every request the page makes goes to the
+    example's own server: no CDN, no web fonts."""
+    page = browser.new_context().new_page()
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.goto(f"{server}{path}")
+    expect(page.locator(rendered).first).to_be_visible(timeout=20_000)
+    here = (f"{server}/", f"blob:{server}/", "data:")  # blob: and data: are the page's own
+    elsewhere = [url for url in requested if not url.startswith(here)]
+    assert elsewhere == [], elsewhere
+    assert f"{server}/api/schema/" in requested

@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings
 from django.core.checks import Error, Warning, run_checks
 from django.db import connection
-from django.test import override_settings
+from django.test import modify_settings, override_settings
 
 from django_weft import checks
 from django_weft.clocks import SystemClock
@@ -379,3 +379,32 @@ def test_checks_deploy_any_host_lets_any_site_open_the_socket() -> None:
         ]
     with override_settings(ALLOWED_HOSTS=["*"]):
         assert "django_weft.W002" not in {m.id for m in run_checks()}, "only with --deploy"
+
+
+# --- W003 the API's pages without their files --------------------------------------------
+
+
+@pytest.mark.django_db
+def test_checks_api_pages_without_the_sidecar() -> None:
+    """W003: the project mounts weft's Swagger UI and Redoc without drf_spectacular_sidecar."""
+    with modify_settings(INSTALLED_APPS={"remove": ["drf_spectacular_sidecar"]}):
+        (message,) = only("django_weft.W003")
+        assert isinstance(message, Warning)
+        assert "drf-spectacular-sidecar" in message.msg
+        assert message.hint == 'Add "drf_spectacular_sidecar" to INSTALLED_APPS.'
+        with override_settings(ROOT_URLCONF="example_project.urls"):
+            assert [m.id for m in weft_messages()] == ["django_weft.W003"]
+        with override_settings(ROOT_URLCONF="tests.test_checks"):
+            assert weft_messages() == [], "the pages are not mounted: nothing to say"
+
+
+@pytest.mark.django_db
+def test_checks_api_pages_with_no_urls_at_all(settings: Any) -> None:
+    """A worker's settings may have no ROOT_URLCONF: W003 says nothing, and never raises."""
+    del settings.ROOT_URLCONF
+    with modify_settings(INSTALLED_APPS={"remove": ["drf_spectacular_sidecar"]}):
+        assert "django_weft.W003" not in {m.id for m in weft_messages()}
+
+
+#: A URLconf without weft's API (``ROOT_URLCONF = "tests.test_checks"`` above).
+urlpatterns: list[Any] = []

@@ -101,8 +101,9 @@ def messages_of(response: Any) -> list[str]:
 
 
 def test_schedule_list_says_plans_in_words_and_states(root: Client) -> None:
-    """The list says each plan in words, and where each row stands: armed, never armed,
-    paused, or (a one-off whose run started) fired, done; `at` without microseconds."""
+    """The list says each plan in words, and when each row fires next or where it stands:
+    never armed, paused, or (a one-off whose run started) fired, done; `at` without
+    microseconds."""
     at = datetime(2026, 3, 7, 12, 0, 5, 123456, tzinfo=UTC)
     Schedule.objects.create(
         name="digest", job="content.digest", cron="0 7 * * *", timezone="America/Toronto"
@@ -129,9 +130,11 @@ def test_schedule_list_says_plans_in_words_and_states(root: Client) -> None:
     assert "paused" in rows["asleep"]
     assert "once at 2026-03-07 12:00:05 UTC" in rows["renew"]
     assert "fired, done" in rows["renew"]
-    assert "armed" in rows["later"]
     assert "fired, done" not in rows["later"]
-    assert "2026-03-07 12:00:05 UTC" in rows["later"], "its next due, to the second"
+    assert (
+        "<span class='nowrap'>2026-03-07</span> <span class='nowrap'>12:00:05 UTC</span>"
+        in rows["later"]
+    ), "armed: its next due, to the second"
     assert "123456" not in page
     assert ".123" not in page
 
@@ -499,3 +502,69 @@ def test_schedule_args_as_json_with_a_clear_error(root: Client) -> None:
     )
     assert response.status_code == 302
     assert Schedule.objects.get(name="any").args == {"colour": "teal"}
+
+
+def test_schedule_args_endpoint_gives_the_inputs_of_a_picked_job(
+    root: Client, viewer: Client, digest: Schedule
+) -> None:
+    """Picking another job asks for its args' inputs; only editors of the page may ask."""
+    url = reverse("admin:django_weft_schedule_args", args=[digest.pk])
+    html = root.get(url, {"job": "content.remind"}).json()["html"]
+    assert 'name="args.text"' in html
+    assert 'data-job="content.remind"' in html
+    html = root.get(reverse("admin:django_weft_schedule_args_new"), {"job": "no.such"}).json()
+    assert '<textarea name="args"' in html["html"]
+    assert viewer.get(url, {"job": "content.remind"}).status_code == 403
+    assert viewer.get(reverse("admin:django_weft_schedule_args_new")).status_code == 403
+
+
+@override_settings(WEFT_CLOCK="tests.clocks.March7")
+def test_schedule_page_moments_to_the_second_with_the_zone(root: Client, digest: Schedule) -> None:
+    """The last run's moments say seconds, UTC and the schedule's wall clock."""
+    Schedule.objects.filter(pk=digest.pk).update(
+        last_started=datetime(2026, 3, 7, 12, 0, 1, 250000, tzinfo=UTC)
+    )
+    page = root.get(change_url(digest)).content.decode()
+    assert "2026-03-07 12:00:01 UTC (2026-03-07 07:00:01 EST, America/Toronto)" in page
+    assert "250000" not in page
+
+
+def test_schedule_buttons_need_the_csrf_token(digest: Schedule) -> None:
+    """A button's POST without the page's CSRF token is refused before anything runs."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(get_user_model().objects.create_superuser("csrf", "c@example.com", "pw"))
+    assert client.post(button_url(digest, "run_now")).status_code == 403
+    assert client.post(button_url(digest, "pause")).status_code == 403
+    assert not Run.objects.exists()
+    assert Schedule.objects.get(pk=digest.pk).enabled
+    page = client.get(change_url(digest)).content.decode()
+    form = page[page.index('class="weft-sch-button"') :].split("</form>", 1)[0]
+    assert 'name="csrfmiddlewaretoken"' in form
+
+
+def test_schedule_owner_runs_their_schedule_now(digest: Schedule) -> None:
+    """Staff who own a schedule and may start runs use its page and buttons without any
+    schedule permission: ownership is decided by the service layer's rules."""
+    owner = get_user_model().objects.create_user("ada", password="pw", is_staff=True)
+    owner.user_permissions.add(Permission.objects.get(codename="add_run"))
+    Schedule.objects.filter(pk=digest.pk).update(owner=owner)
+    client = Client()
+    client.force_login(owner)
+    page = client.get(change_url(digest)).content.decode()
+    assert 'name="run-now"' in page
+    client.post(button_url(digest, "run_now"))
+    assert Run.objects.get().owner_id == owner.pk
+
+
+@override_settings(WEFT_CLOCK="tests.clocks.March7")
+def test_schedule_page_of_a_paused_schedule(root: Client) -> None:
+    """A paused schedule says so, and lists what it would fire if resumed now (an
+    interval from now, not its old grid)."""
+    row = Schedule.objects.create(name="tick", job="content.cleanup", every=timedelta(hours=1))
+    Schedule.objects.filter(pk=row.pk).update(
+        enabled=False, armed=True, next_due=datetime(2026, 3, 7, 11, 20, tzinfo=UTC)
+    )
+    page = root.get(change_url(row)).content.decode()
+    assert "Paused: nothing fires until it is resumed. Resumed now, it would fire:" in page
+    assert "<li>2026-03-07 12:00 UTC &middot;" in page
+    assert 'name="resume"' in page

@@ -22,7 +22,14 @@ from django.test import override_settings
 
 from django_weft.clocks import Clock
 from django_weft.models import Run, Schedule, WorkerProcess
-from django_weft.preview import Period, PreviewLine, enabled_schedules, parse_period, preview
+from django_weft.preview import (
+    Period,
+    PreviewLine,
+    enabled_schedules,
+    parse_period,
+    preview,
+    upcoming,
+)
 from django_weft.scheduler import Scheduler
 
 TORONTO = "America/Toronto"
@@ -563,3 +570,28 @@ def test_runjobs_plan_unknown_stored_zone() -> None:
         "2026-03-07 12:00 UTC  2026-03-07 12:00 UTC (Mars/Olympus)  shown in mars",
         "2026-03-08 00:00 UTC  2026-03-08 00:00 UTC (Mars/Olympus)  shown in mars",
     ]
+
+
+@pytest.mark.django_db
+def test_upcoming_lists_count_fires_and_skipped_slots_besides() -> None:
+    """The next fires of one row: as many as asked, a DST-skipped slot listed uncounted."""
+    row = schedule("nightly", cron="30 2 * * *", timezone=TORONTO, on_gap="skip")
+    lines = upcoming(row, utc(2026, 3, 7), 3)
+    assert [line.note for line in lines] == ["", "skipped", "", ""]
+    assert [line.fires for line in lines].count(True) == 3
+    assert lines[1].mark == "DST gap: 02:30 does not exist, skipped"
+    assert lines[2].local == "2026-03-09 02:30 EDT"
+
+
+@pytest.mark.django_db
+def test_upcoming_of_intervals_and_one_offs() -> None:
+    """An interval lists its grid far past any period; an overdue one-off shows at since."""
+    every = schedule("yearly-ish", every=timedelta(days=300))
+    assert dues(upcoming(every, utc(2026, 3, 7), 3)) == [
+        utc(2026, 3, 7) + timedelta(days=300) * step for step in (1, 2, 3)
+    ]
+    late = schedule("late", at=utc(2026, 3, 6, 9, 15))
+    (line,) = upcoming(late, utc(2026, 3, 7), 10)
+    assert (line.due, line.mark) == (utc(2026, 3, 7), "overdue since 2026-03-06 09:15 UTC")
+    huge = schedule("huge", every=timedelta(days=3_000_000))
+    assert len(upcoming(huge, utc(2026, 3, 7), 10)) == 0, "past year 9999: nothing, no error"

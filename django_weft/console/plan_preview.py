@@ -65,8 +65,6 @@ def fires_preview(schedule: Schedule, now: datetime) -> FiresPreview:
     plan = plan_words(schedule)
     if not schedule.cron and schedule.every is None and schedule.at is None:
         return FiresPreview(plan, message="Give a cron, an interval or a moment to see the fires.")
-    if not schedule.enabled:
-        return FiresPreview(plan, message="Paused: nothing fires until it is resumed.")
     if schedule.at is not None and schedule.first_due(now) is None:
         assert schedule.last_started is not None  # only a started one-off is done
         return FiresPreview(
@@ -76,16 +74,17 @@ def fires_preview(schedule: Schedule, now: datetime) -> FiresPreview:
                 "Move its moment past that start to fire it again."
             ),
         )
+    if not schedule.enabled:
+        schedule.armed = False  # resuming arms it from now
     try:
         lines = upcoming(schedule, now, NEXT_FIRES)
     except CronError as error:
         return FiresPreview(plan, message=f"Cannot be planned: {error}.")
-    return FiresPreview(
-        plan,
-        lines,
-        message="" if lines else "Nothing more to fire.",
-        dst=dst_policy_words(schedule, now),
-    )
+    if not schedule.enabled:
+        message = "Paused: nothing fires until it is resumed. Resumed now, it would fire:"
+    else:
+        message = "" if lines else "Nothing more to fire."
+    return FiresPreview(plan, lines, message=message, dst=dst_policy_words(schedule, now))
 
 
 def invalid_preview(schedule: Schedule) -> FiresPreview:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from django_weft import wording
+from django_weft.console import formatting
 from django_weft.cron import CronError, CronPlan, zone_from_name
 from django_weft.models import Schedule
 from django_weft.models.schedule import OnFold, OnGap
@@ -21,14 +22,14 @@ def moment_words(moment: datetime, zone: str = "") -> str:
 
     To the second and no finer: microseconds are noise to an operator.
     """
-    utc = f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+    utc = formatting.moment(moment, UTC)
     if not zone or zone == "UTC":
         return utc
     try:
-        local = moment.astimezone(zone_from_name(zone))
+        local = formatting.moment(moment, zone_from_name(zone))
     except CronError:
         return utc
-    return f"{utc} ({local:%Y-%m-%d %H:%M:%S %Z}, {zone})"
+    return f"{utc} ({local}, {zone})"
 
 
 def plan_words(schedule: Schedule) -> str:

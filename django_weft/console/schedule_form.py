@@ -23,6 +23,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from rest_framework import serializers
 
+from django_weft.console import formatting
 from django_weft.exceptions import UnknownJob
 from django_weft.jobs import Job, NoArgs, registry
 
@@ -177,10 +178,13 @@ class ArgsWidget(forms.Widget):
         context = super().get_context(name, value, attrs)
         widget = context["widget"]
         widget["job"] = self.job
+        widget["deployed"] = self.job in registry
         widget["marker"] = f"{name}.{FORM_MARKER}"
         widget["inputs"] = None
         if self.inputs is None:
-            widget["json"] = value if isinstance(value, str) else _dumped(value or {})
+            widget["json"] = (
+                value if isinstance(value, str) else formatting.pretty_json(value or {})
+            )
             return context
         given = value if isinstance(value, Mapping) else {}
         raw = isinstance(value, RawArgs)
@@ -207,10 +211,6 @@ class ArgsWidget(forms.Widget):
 
     def value_omitted_from_data(self, data: Any, files: Any, name: str) -> bool:
         return name not in data and f"{name}.{FORM_MARKER}" not in data
-
-
-def _dumped(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def _shown(value: Any, kind: str, *, raw: bool) -> Any:

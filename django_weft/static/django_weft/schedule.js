@@ -3,7 +3,8 @@
 // On every change to a field of the plan (cron, timezone, every, at, on_gap, on_fold)
 // the form's unsaved values go to the page's endpoint, which validates them as a save
 // would. It answers with the fires' HTML, or with each field's errors: those are shown
-// at the field, and the fires disappear until the plan is valid again.
+// at the field, and the fires disappear until the plan is valid again. Picking another
+// job swaps in the inputs of that job's args.
 "use strict";
 (function () {
   const script = document.currentScript;
@@ -71,4 +72,31 @@
   }
   form.addEventListener("input", changed);
   form.addEventListener("change", changed);
+
+  // Another job picked: its args' inputs replace the last job's (typed values go).
+  const argsUrl = script.dataset.argsUrl;
+  const job = form.querySelector("input[name=job]");
+  let jobAsked = 0;
+  function jobPicked() {
+    const args = form.querySelector(".weft-sch-args");
+    if (!argsUrl || !job || !args || args.dataset.job === job.value) return;
+    const ticket = ++jobAsked;
+    fetch(argsUrl + "?" + new URLSearchParams({ job: job.value }).toString(), {
+      credentials: "same-origin",
+      headers: { Accept: "application/json" },
+    })
+      .then((response) => (response.ok ? response.json() : Promise.reject(response.status)))
+      .then((answer) => {
+        const current = form.querySelector(".weft-sch-args");
+        if (ticket === jobAsked && current) current.outerHTML = answer.html;
+      })
+      .catch(() => {});
+  }
+  if (job) {
+    job.addEventListener("change", jobPicked);
+    job.addEventListener("input", () => {
+      clearTimeout(job.weftTimer);
+      job.weftTimer = setTimeout(jobPicked, 400);
+    });
+  }
 })();

@@ -1,0 +1,39 @@
+// Output boxes that follow their tail, as a terminal does: while the reader is at the
+// bottom, each new line scrolls into view; once they scroll up to read, the box stays
+// where they put it while lines keep coming; scrolling back down to the end follows
+// again. A box is updated in place (never rebuilt), so the browser keeps its position.
+const AT_BOTTOM_PX = 4; // rounding and sub-pixel layouts leave a few pixels
+// A scroll down that stops this close to the end (a share of the box's height) follows
+// too: lines arriving while it moved leave it short of an end that kept moving.
+const NEAR_END_SHARE = 0.25;
+const views = new WeakMap(); // box -> { follow, top }
+
+function watch(box) {
+  const view = { follow: true, top: 0 };
+  views.set(box, view);
+  box.addEventListener("scroll", () => {
+    const down = box.scrollTop > view.top;
+    const gap = box.scrollHeight - box.scrollTop - box.clientHeight;
+    view.top = box.scrollTop;
+    view.follow = gap <= AT_BOTTOM_PX || (down && gap <= box.clientHeight * NEAR_END_SHARE);
+  });
+  // A wheel turned up says "stop following" before its scroll reports a move, so a line
+  // arriving meanwhile does not pull the box back down.
+  box.addEventListener("wheel", (event) => {
+    if (event.deltaY < 0) view.follow = false;
+  }, { passive: true });
+}
+
+// Show `text` in `cell`'s output box, made on first use.
+export function showOutput(cell, text) {
+  let box = cell.querySelector("pre.output");
+  if (!box) {
+    box = document.createElement("pre");
+    box.className = "output";
+    cell.replaceChildren(box);
+    watch(box);
+  }
+  if (box.textContent === text) return;
+  box.textContent = text;
+  if (views.get(box).follow) box.scrollTop = box.scrollHeight;
+}

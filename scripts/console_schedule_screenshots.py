@@ -1,0 +1,90 @@
+"""Screenshots of the schedule pages for docs/admin.md, at 1400 px.
+
+Serves the example project for real (``runjobs --http`` on a fresh SQLite file, with the
+demo's schedules), signs in as the demo's admin in Debian's chromium and writes
+``docs/images/console-schedule.png`` (the nightly digest's page, its cron being edited)
+and ``docs/images/console-schedules.png`` (the list)::
+
+    .venv/bin/python scripts/console_schedule_screenshots.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+from tests.example_server import example_server  # noqa: E402
+from tests.test_browser import CHROMIUM_FLAGS  # noqa: E402
+
+IMAGES = ROOT / "docs" / "images"
+WIDTH = 1400
+
+
+def shell(database: Path, code: str) -> None:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "example_project.settings",
+        "WEFT_EXAMPLE_DB": str(database),
+        "PYTHONPATH": str(ROOT),
+    }
+    subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "shell", "-c", code],
+        env=env,
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+
+
+def main() -> None:
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    executable = shutil.which("chromium")
+    if executable is None:
+        raise SystemExit("Debian's chromium is required: apt-get install -y chromium")
+    with tempfile.TemporaryDirectory() as folder:
+        database = Path(folder) / "db.sqlite3"
+        with example_server(database) as base, sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=executable, headless=True, args=CHROMIUM_FLAGS
+            )
+            page = browser.new_context(viewport={"width": WIDTH, "height": 900}).new_page()
+            page.goto(f"{base}/admin/login/?next=/admin/django_weft/schedule/")
+            page.fill("input[name=username]", "admin")
+            page.fill("input[name=password]", "admin")
+            page.click("input[type=submit]")
+            page.click("text=nightly digest")
+            page.click("button[name=run-now]")
+            expect(page.locator(".messagelist")).to_contain_text("Started run")
+            shell(
+                database,
+                "from django_weft.models import Schedule; "
+                "Schedule.objects.filter(name='hourly cleanup').update(last_status='failed', "
+                "last_error_type='OperationalError', last_error_message='could not connect "
+                'to server: Connection refused. Is the server running on host "db" and '
+                "accepting TCP/IP connections on port 5432?', missed=2)",
+            )
+            # A new cron typed and not saved: the plan and the fires follow it.
+            page.fill("input[name=cron]", "30 6 * * 1-5")
+            expect(page.locator(".field-plan .readonly")).to_have_text(
+                "06:30 on weekdays, America/Toronto"
+            )
+            page.wait_for_timeout(300)
+            page.screenshot(path=str(IMAGES / "console-schedule.png"), full_page=True)
+            page.goto(f"{base}/admin/django_weft/schedule/")
+            expect(page.locator("#result_list")).to_contain_text("fired, done")
+            page.screenshot(path=str(IMAGES / "console-schedules.png"), full_page=True)
+            browser.close()
+    print(f"wrote {IMAGES / 'console-schedule.png'} and {IMAGES / 'console-schedules.png'}")
+
+
+if __name__ == "__main__":
+    main()
