@@ -167,9 +167,11 @@
 
   // -- the run list ----------------------------------------------------------------------
   function runList(form) {
-    const note = document.createElement("p");
-    note.className = "weft-list-note weft-quiet";
-    form.parentNode.insertBefore(note, form);
+    const line = document.createElement("p");
+    line.className = "weft-list-note weft-quiet";
+    line.innerHTML = '<span id="weft-live" class="weft-live">connecting…</span> <span></span>';
+    const note = line.lastChild;
+    form.parentNode.insertBefore(line, form);
     const busy = () => form.querySelector("input.action-select:checked")
       || (form.querySelector("select[name=action]") || {}).value;
     const reread = throttle(async () => {
@@ -191,7 +193,7 @@
       }
     }, 1000);
     listen((frame) => {
-      if (frame.type === "run") reread();
+      if (frame.type === "run" || frame.type === "snapshot") reread();
     });
   }
 
