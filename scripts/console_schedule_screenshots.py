@@ -10,9 +10,6 @@ and ``docs/images/console-schedules.png`` (the list)::
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -22,40 +19,19 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
-from tests.example_server import example_server  # noqa: E402
-from tests.test_browser import CHROMIUM_FLAGS  # noqa: E402
+from tests.browsers import chromium  # noqa: E402
+from tests.example_server import example_server, run_in_example  # noqa: E402
 
 IMAGES = ROOT / "docs" / "images"
 WIDTH = 1400
 
 
-def shell(database: Path, code: str) -> None:
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "example_project.settings",
-        "WEFT_EXAMPLE_DB": str(database),
-        "PYTHONPATH": str(ROOT),
-    }
-    subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), "shell", "-c", code],
-        env=env,
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    )
-
-
 def main() -> None:
     IMAGES.mkdir(parents=True, exist_ok=True)
-    executable = shutil.which("chromium")
-    if executable is None:
-        raise SystemExit("Debian's chromium is required: apt-get install -y chromium")
     with tempfile.TemporaryDirectory() as folder:
         database = Path(folder) / "db.sqlite3"
         with example_server(database) as base, sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=executable, headless=True, args=CHROMIUM_FLAGS
-            )
+            browser = chromium(playwright)
             page = browser.new_context(viewport={"width": WIDTH, "height": 900}).new_page()
             page.goto(f"{base}/admin/login/?next=/admin/django_weft/schedule/")
             page.fill("input[name=username]", "admin")
@@ -64,7 +40,7 @@ def main() -> None:
             page.click("text=nightly digest")
             page.click("button[name=run-now]")
             expect(page.locator(".messagelist")).to_contain_text("Started run")
-            shell(
+            run_in_example(
                 database,
                 "from django_weft.models import Schedule; "
                 "Schedule.objects.filter(name='hourly cleanup').update(last_status='failed', "

@@ -22,16 +22,32 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@contextmanager
-def example_server(database: Path, *, extra_env: dict[str, str] | None = None) -> Iterator[str]:
-    """Migrate, load the demo and serve the example; yields its base URL."""
-    env = {
+def example_env(database: Path, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of the example project's processes, on ``database``."""
+    return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "example_project.settings",
         "WEFT_EXAMPLE_DB": str(database),
         "PYTHONPATH": str(ROOT),
         **(extra_env or {}),
     }
+
+
+def run_in_example(database: Path, code: str) -> None:
+    """Run Python in the example project, on the served database (as an operator's shell)."""
+    subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "shell", "-c", code],
+        env=example_env(database),
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+
+
+@contextmanager
+def example_server(database: Path, *, extra_env: dict[str, str] | None = None) -> Iterator[str]:
+    """Migrate, load the demo and serve the example; yields its base URL."""
+    env = example_env(database, extra_env)
     manage = [sys.executable, str(ROOT / "manage.py")]
     for command in (["migrate", "--no-input", "-v0"], ["demo"]):
         subprocess.run([*manage, *command], env=env, cwd=ROOT, check=True, capture_output=True)

@@ -3,18 +3,14 @@ against the example project served for real by ``runjobs --http``."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.example_server import ROOT, example_server
-from tests.test_browser import CHROMIUM_FLAGS
+from tests.browsers import chromium
+from tests.example_server import example_server, run_in_example
 
 #: A long error without a space to break it: it must not widen the list.
 LONG_ERROR = "SMTPServerDisconnected:" + "x" * 300 + " and then some more words " * 12
@@ -33,12 +29,8 @@ def server(database: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    executable = shutil.which("chromium")
-    assert executable, "Debian's chromium is required: apt-get install -y chromium"
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=CHROMIUM_FLAGS
-        )
+        launched = chromium(playwright)
         yield launched
         launched.close()
 
@@ -50,23 +42,6 @@ def admin_page(browser: Browser, server: str, path: str, width: int = 1400) -> P
     page.fill("input[name=password]", "admin")
     page.click("input[type=submit]")
     return page
-
-
-def run_in_example(database: Path, code: str) -> None:
-    """Run Python in the example project, on the served database (as an operator's shell)."""
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "example_project.settings",
-        "WEFT_EXAMPLE_DB": str(database),
-        "PYTHONPATH": str(ROOT),
-    }
-    subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), "shell", "-c", code],
-        env=env,
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    )
 
 
 def open_digest(browser: Browser, server: str) -> Page:
