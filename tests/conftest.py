@@ -13,6 +13,7 @@ from channels.layers import channel_layers
 from django.contrib.contenttypes.models import ContentType
 from django.db import connections, transaction
 from django.test import TransactionTestCase
+from playwright.sync_api import Browser, sync_playwright
 
 from django_weft import layer_health, live
 from django_weft.layer_health import LayerOutage
@@ -20,6 +21,7 @@ from django_weft.models import Schedule
 from django_weft.signals import schedule_failed
 from django_weft.testing import DrivenClock
 from django_weft.worker import Worker
+from tests.browsers import chromium
 from tests.live_client import CommunicatorSocket
 
 
@@ -201,3 +203,12 @@ def _delete_rows(alias: str, written: dict[str, int]) -> None:
                 cursor.execute(f"DELETE FROM {quoted} WHERE id > %s", [written[table]])
             else:
                 cursor.execute(f"DELETE FROM {quoted}")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's chromium, headless, shared by a module's browser tests."""
+    with sync_playwright() as playwright:
+        launched = chromium(playwright)
+        yield launched
+        launched.close()

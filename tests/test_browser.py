@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, Request, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Request, expect
 
-from tests.browsers import chromium
 from tests.example_server import example_server
 
 
@@ -15,14 +14,6 @@ from tests.example_server import example_server
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with example_server(tmp_path_factory.mktemp("example") / "db.sqlite3") as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = chromium(playwright)
-        yield launched
-        launched.close()
 
 
 def signed_in(browser: Browser, server: str, username: str) -> Page:

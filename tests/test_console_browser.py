@@ -12,26 +12,18 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from playwright.sync_api import Browser, expect, sync_playwright
+from playwright.sync_api import Browser, expect
 
 from django_weft.console.ansi import to_html
 from django_weft.models import Run, RunStatus, Schedule
 from django_weft.runs import start
-from tests.browsers import admin_page, chromium, console_server, overflowing
+from tests.browsers import admin_page, console_server, overflowing
 from tests.jobs import broken, build
 from tests.test_console_text import SAMPLES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 OVERVIEW = "/admin/django_weft/overview/"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = chromium(playwright)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module", autouse=True)

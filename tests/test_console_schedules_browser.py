@@ -7,9 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
-from tests.browsers import chromium
 from tests.example_server import example_server, run_in_example
 
 #: A long error without a space to break it: it must not widen the list.
@@ -25,14 +24,6 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(database: Path) -> Iterator[str]:
     with example_server(database) as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = chromium(playwright)
-        yield launched
-        launched.close()
 
 
 def admin_page(browser: Browser, server: str, path: str, width: int = 1400) -> Page:

@@ -17,9 +17,7 @@ from playwright.sync_api import Browser, expect
 from tests.example_server import example_server
 from tests.faults.servers import RedisServer
 from tests.processes import wait_for
-from tests.test_browser import browser, run_row, signed_in
-
-__all__ = ["browser"]  # the fixture, for the test below
+from tests.test_browser import run_row, signed_in
 
 PAUSED = "live updates paused"
 
