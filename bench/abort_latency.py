@@ -4,7 +4,7 @@ One worker process (``bench/manage.py runjobs --no-schedules --concurrency 1``) 
 ``bench.sleep`` runs that sleep through ``ctx.sleep(600)``. For each sample the
 benchmark starts a run, waits until it is running, waits a random 50-300 ms more (so
 the abort lands at a random point of the job's poll cycle), notes ``time.time()`` and
-calls ``django_weft.runs.abort(run)``. The job writes ``time.time()`` to a file when
+calls ``django_weft.operations.abort(run)``. The job writes ``time.time()`` to a file when
 ``RunAborted`` reaches it; the run is finished as aborted just after. The first sample,
 taken once the worker has registered, warms up and is not counted.
 
@@ -51,9 +51,9 @@ def main() -> None:
         lambda parser: parser.add_argument("--samples", type=int, default=50),
     )
     from django_weft.conf import weft_settings
-    from django_weft.jobs import registry
+    from django_weft.jobs.registry import registry
     from django_weft.models import Run, RunStatus, WorkerProcess
-    from django_weft.runs import abort, start
+    from django_weft.operations import abort, start
 
     sleep_job = registry.get("bench.sleep")
     rng = random.Random(1)

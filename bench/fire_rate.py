@@ -26,10 +26,10 @@ def main() -> None:
     )
     from django.utils import timezone
 
-    from django_weft.changes import Changes
     from django_weft.conf import weft_settings
+    from django_weft.engine.scheduler import Scheduler
+    from django_weft.live.changes import Changes
     from django_weft.models import Run, Schedule
-    from django_weft.scheduler import Scheduler
 
     rng = random.Random(1)
     grace = weft_settings.GRACE.total_seconds()

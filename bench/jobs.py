@@ -8,9 +8,9 @@ from typing import Any
 
 from rest_framework import serializers
 
-from django_weft.context import RunContext
 from django_weft.exceptions import RunAborted
-from django_weft.jobs import job
+from django_weft.jobs.context import RunContext
+from django_weft.jobs.registry import job
 
 
 @job("bench.noop")

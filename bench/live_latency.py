@@ -6,13 +6,13 @@ snapshots; each has a task that notes ``time.perf_counter()`` as soon as a frame
 out of it. Then, per sample, a publisher thread calls ``runs.start(bench.noop, {})``
 inside an outer ``transaction.atomic()`` whose first ``on_commit`` callback notes
 ``time.perf_counter()``: that is the commit. The callbacks after it are weft's
-``live._publish_run``: it loads the run, computes the guest view once and hands the
+``publisher._publish_run``: it loads the run, computes the guest view once and hands the
 ``group_send`` to the loop. The sample ends when all N sockets have a frame; the
 frames are checked afterwards to be ``run`` frames for that run id.
 
 - *first*: commit to the first socket receiving the run frame;
 - *last*: commit to the last of the N sockets receiving it (the fan-out);
-- *views*: commit to weft handing the send to the loop (``live._send`` is wrapped to
+- *views*: commit to weft handing the send to the loop (``publisher._send`` is wrapped to
   note the time): the run loaded and its two views computed, on the publisher thread.
 
 Layers: channels' ``InMemoryChannelLayer`` (capacity raised from 100 to 10,000
@@ -115,7 +115,7 @@ async def listen(index: int, communicator: Any, arrivals: Arrivals) -> None:
 async def connect(user: Any) -> Any:
     from channels.testing import WebsocketCommunicator
 
-    from django_weft.consumers import RunsConsumer
+    from django_weft.sockets.consumers import RunsConsumer
 
     communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
     communicator.scope["user"] = user
@@ -128,28 +128,28 @@ async def connect(user: Any) -> Any:
     return communicator
 
 
-#: When ``live._send`` was called on the publisher thread (see :func:`note_handoffs`).
+#: When ``publisher._send`` was called on the publisher thread (see :func:`note_handoffs`).
 HANDOFFS: list[float] = []
 
 
 def note_handoffs() -> None:
-    """Wrap ``live._send`` to note when the views are ready and handed to the loop."""
-    from django_weft import live
+    """Wrap ``publisher._send`` to note when the views are ready and handed to the loop."""
+    from django_weft.live import publisher
 
-    send = live._send
+    send = publisher._send
 
     def noted(messages: Any) -> None:
         HANDOFFS.append(time.perf_counter())
         send(messages)
 
-    live._send = noted
+    publisher._send = noted
 
 
 def start_one(job: Any) -> tuple[str, float, float]:
     """Start a run on this (publisher) thread: its id, the commit and the handoff."""
     from django.db import transaction
 
-    from django_weft.runs import start
+    from django_weft.operations import start
 
     stamps: list[float] = []
     HANDOFFS.clear()
@@ -270,7 +270,7 @@ async def run_all(options: argparse.Namespace, layers: list[str], counts: list[i
     from asgiref.sync import sync_to_async
     from django.contrib.auth import get_user_model
 
-    from django_weft.jobs import registry
+    from django_weft.jobs.registry import registry
 
     user = await sync_to_async(get_user_model().objects.create_user)("bench-guest")
     user = await sync_to_async(get_user_model().objects.get)(pk=user.pk)

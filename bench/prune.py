@@ -90,8 +90,8 @@ def main() -> None:
 
     from django.utils import timezone
 
+    from django_weft.engine.pruning import prune_batch
     from django_weft.models import Attempt, Document, Run
-    from django_weft.pruning import prune_batch
 
     print(f"loading {options.runs:,} finished runs (this is not timed)")
     load(options.runs)

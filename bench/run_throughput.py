@@ -1,6 +1,6 @@
 """No-op runs per second, end to end: started, claimed, executed, finished.
 
-Starts ``--runs`` (1,000) runs of ``bench.noop`` with ``django_weft.runs.start`` (one
+Starts ``--runs`` (1,000) runs of ``bench.noop`` with ``django_weft.operations.start`` (one
 transaction each; starts/s is printed too), then drains them with 1 and with 2 worker
 processes, each ``bench/manage.py runjobs --once --no-schedules --concurrency 4``
 (the ThreadExecutor, 4 threads). Runs/s is counted from the first claim to the last
@@ -35,9 +35,9 @@ def main() -> None:
     options = _setup.setup(__doc__.splitlines()[0], add_arguments)
     from django.db.models import Max, Min
 
-    from django_weft.jobs import registry
+    from django_weft.jobs.registry import registry
     from django_weft.models import Run, RunStatus, WorkerProcess
-    from django_weft.runs import start
+    from django_weft.operations import start
 
     noop = registry.get("bench.noop")
     logs = Path(tempfile.mkdtemp(prefix="weft-bench-logs-"))

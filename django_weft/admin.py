@@ -27,12 +27,13 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from django_weft import access, operations, projections
-from django_weft.clocks import load_clock
+from django_weft import access, operations
 from django_weft.console import formatting, pages
 from django_weft.console.plan_preview import fires_preview, invalid_preview
 from django_weft.console.plan_words import moment_words, plan_words, state_words
 from django_weft.console.schedule_form import ArgsField, DatalistInput, job_options, zone_options
+from django_weft.engine.schedules import validate_job_args
+from django_weft.live import projections
 from django_weft.models import (
     Document,
     Module,
@@ -46,7 +47,7 @@ from django_weft.models import (
 from django_weft.models.run import UNFINISHED
 from django_weft.models.schedule import PLAN_FIELDS, SCHEDULER_FIELDS
 from django_weft.sandbox.modules import grant_errors, save_module, source_errors
-from django_weft.schedules import validate_job_args
+from django_weft.timing.clocks import load_clock
 
 if TYPE_CHECKING:
     ScheduleAdminBase = admin.ModelAdmin[Schedule]

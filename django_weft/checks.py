@@ -37,13 +37,13 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
     messages += _import_subclass(
         "WEFT_CLOCK",
         weft_settings._get("WEFT_CLOCK"),
-        "django_weft.clocks.Clock",
+        "django_weft.timing.clocks.Clock",
         "django_weft.E001",
     )
     messages += _import_subclass(
         "WEFT_EXECUTOR",
         weft_settings._get("WEFT_EXECUTOR"),
-        "django_weft.executors.Executor",
+        "django_weft.engine.executors.Executor",
         "django_weft.E002",
     )
     concurrency = weft_settings._get("WEFT_CONCURRENCY")

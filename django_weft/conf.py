@@ -17,8 +17,8 @@ class WeftSettings:
     """Every ``WEFT_*`` setting with its default."""
 
     defaults: dict[str, Any] = {
-        "WEFT_CLOCK": "django_weft.clocks.SystemClock",
-        "WEFT_EXECUTOR": "django_weft.executors.ThreadExecutor",
+        "WEFT_CLOCK": "django_weft.timing.clocks.SystemClock",
+        "WEFT_EXECUTOR": "django_weft.engine.executors.ThreadExecutor",
         "WEFT_CONCURRENCY": 4,
         "WEFT_POLL_INTERVAL": 1.0,
         "WEFT_GRACE": timedelta(minutes=5),

@@ -20,15 +20,17 @@ Rules beyond the model permissions (see docs/security.md):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
+from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
-from django.utils import timezone
 
-from django_weft import access, live, runs, scheduler
+from django_weft import access
 from django_weft.access import User
-from django_weft.changes import Changes
+from django_weft.engine import finishing, scheduler, starting
+from django_weft.engine.schedules import save_schedule
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
     Forbidden,
@@ -40,9 +42,13 @@ from django_weft.exceptions import (
     UnknownJob,
     WeftError,
 )
-from django_weft.jobs import registry
-from django_weft.models import PausedQueue, Run, Schedule
-from django_weft.schedules import save_schedule
+from django_weft.jobs import revisions
+from django_weft.jobs.registry import Job, registry
+from django_weft.jobs.revisions import Change
+from django_weft.live import publisher
+from django_weft.live.changes import Changes
+from django_weft.models import Document, PausedQueue, Run, Schedule
+from django_weft.timing import clocks
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -68,6 +74,68 @@ def _as_owner(user: User) -> AbstractBaseUser:
 # -- runs ------------------------------------------------------------------------------------
 
 
+# Trusted calls: the caller has decided who may do this.
+def start(
+    job: Job | str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    key: str | None = None,
+    owner: AbstractBaseUser | None = None,
+    priority: int | None = None,
+    now: datetime | None = None,
+) -> Run:
+    """Start a run of ``job`` (a job or its name) and return it at once, queued.
+
+    Raises :class:`~django_weft.exceptions.UnknownJob`,
+    :class:`~django_weft.exceptions.InvalidArgs` and
+    :class:`~django_weft.exceptions.StartRefused` (concurrency limit, reused key); then
+    nothing is written. With ``key`` a resent start returns the run the first one made
+    (keys are the owner's own: two owners' equal keys name two runs).
+    """
+    return start_or_get(job, args, key=key, owner=owner, priority=priority, now=now)[0]
+
+
+def start_or_get(
+    job: Job | str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    key: str | None = None,
+    owner: AbstractBaseUser | None = None,
+    priority: int | None = None,
+    now: datetime | None = None,
+) -> tuple[Run, bool]:
+    """Like :func:`start`; also says whether this call made the run (False: ``key``
+    named a run an earlier start made)."""
+    chosen = registry.get(job) if isinstance(job, str) else job
+    run, created = starting.start_or_get(
+        chosen, args, key=key, owner=owner, now=now, priority=priority
+    )
+    changes = Changes()
+    changes.run(run.pk)
+    publisher.publish(changes)
+    return run, created
+
+
+astart = sync_to_async(start)
+
+
+def abort(run: Run, *, now: datetime | None = None) -> bool:
+    """Request an abort. A run no worker has claimed (queued or blocked) ends at once.
+
+    Returns False when the run had already finished, or its abort was requested before.
+    """
+    changes = Changes()
+    requested = finishing.abort(run, now=now or clocks.now(), changes=changes)
+    publisher.publish(changes)
+    return requested
+
+
+aabort = sync_to_async(abort)
+
+
+# Checked calls: for a user whose rights are checked here.
+
+
 def require_start(user: User) -> None:
     """Refuse unless ``user`` may start runs."""
     _signed_in(user)
@@ -84,9 +152,7 @@ def start_for(
 ) -> tuple[Run, bool]:
     """Start a run of the job named ``job`` as ``user``, its owner; False for a resent key."""
     require_start(user)
-    return runs.start_or_get(
-        registry.get(job), args, key=key, owner=_as_owner(user), priority=priority
-    )
+    return start_or_get(registry.get(job), args, key=key, owner=_as_owner(user), priority=priority)
 
 
 def abort_for(user: User, run: Run) -> bool:
@@ -100,7 +166,7 @@ def abort_for(user: User, run: Run) -> bool:
         access.CHANGE_RUN,
         or_owner=True,
     )
-    if runs.abort(run):
+    if abort(run):
         return True
     run.refresh_from_db(fields=["status"])
     if run.is_finished:
@@ -135,7 +201,7 @@ def run_now_for(user: User, schedule: Schedule) -> Run:
     run = scheduler.run_now(schedule)
     changes = Changes()
     changes.run(run.pk)
-    live.publish(changes)
+    publisher.publish(changes)
     return run
 
 
@@ -223,7 +289,7 @@ def pause_queue_for(user: User, queue: str) -> bool:
     _, created = PausedQueue.objects.get_or_create(
         queue=queue,
         defaults={
-            "paused_at": timezone.now(),
+            "paused_at": clocks.now(),
             "paused_by": cast(Any, user) if user.is_authenticated else None,
         },
     )
@@ -235,6 +301,28 @@ def resume_queue_for(user: User, queue: str) -> bool:
     _require(user.has_perm(access.PAUSE_QUEUE), f"resume queue {queue}", access.PAUSE_QUEUE)
     deleted, _ = PausedQueue.objects.filter(queue=queue).delete()
     return bool(deleted)
+
+
+# -- documents -------------------------------------------------------------------------------
+
+
+def open_document(
+    key: str, *, schema: str, version: int = 1, initial: Callable[[], dict[str, Any]] = dict
+) -> Document:
+    """The document at ``key``, created with ``initial()`` if it does not exist yet."""
+    return revisions.open_document(key, schema=schema, version=version, initial=initial)
+
+
+def change_document(document: Document, change: Change, *, attempts: int = 20) -> Document:
+    """Apply ``change`` to the document's data, commit it as the next revision, and publish.
+
+    See :func:`django_weft.jobs.revisions.change_document`.
+    """
+    changed = revisions.change_document(document, change, attempts=attempts)
+    changes = Changes()
+    changes.document(changed.pk)
+    publisher.publish(changes)
+    return changed
 
 
 # -- refusals --------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Helpers for a project's own tests and rehearsals: the driven clock.
 
-``DrivenClock`` is a clock you move by hand. Build a :class:`~django_weft.worker.Worker`
+``DrivenClock`` is a clock you move by hand. Build a :class:`~django_weft.engine.worker.Worker`
 on it and call ``advance(timedelta(days=7))``: every schedule that comes due in that
 week fires in time order, each at its own moment, and each run finishes before time
 moves on. A week of schedule takes about as long as the runs themselves.
@@ -16,10 +16,10 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from django_weft.clocks import Clock, ClockPaused
+from django_weft.timing.clocks import Clock, ClockPaused
 
 if TYPE_CHECKING:
-    from django_weft.worker import Worker
+    from django_weft.engine.worker import Worker
 
 
 class DrivenClock(Clock):

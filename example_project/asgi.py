@@ -16,7 +16,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from django_weft.routing import websocket_urlpatterns  # noqa: E402
+from django_weft.sockets.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

@@ -40,7 +40,7 @@ from django.utils import timezone  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from django_weft.models import PausedQueue, Run, RunStatus, Schedule  # noqa: E402
-from django_weft.runs import start  # noqa: E402
+from django_weft.operations import start  # noqa: E402
 from example_project.shell.jobs import shell  # noqa: E402
 from tests.browsers import admin_page, chromium, console_server  # noqa: E402
 from tests.jobs import broken, build, noop  # noqa: E402

@@ -33,4 +33,4 @@ echo "==> the sandbox tests as $USER_NAME (uid $(id -u "$USER_NAME")), $("$PYTHO
 cd "$WORK"
 runuser -u "$USER_NAME" -- env -i PATH=/usr/bin:/bin HOME="$WORK" LANG=C.UTF-8 \
     WEFT_PYTHON="$PYTHON" WEFT_VENV="$WORK/.venv" \
-    bash scripts/test.sh -p no:cacheprovider tests/test_sandbox_*.py tests/test_seed_content_site.py "$@"
+    bash scripts/test.sh -p no:cacheprovider tests/sandbox tests/scenarios/test_seed_content_site.py "$@"

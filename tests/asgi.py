@@ -12,7 +12,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the apps loa
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from django_weft.routing import websocket_urlpatterns  # noqa: E402
+from django_weft.sockets.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

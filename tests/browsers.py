@@ -12,7 +12,8 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from playwright.sync_api import Browser, Page, Playwright
+import pytest
+from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
 from tests.example_server import free_port
 from tests.processes import port_is_open, runjobs, wait_for
@@ -76,3 +77,13 @@ def admin_page(browser: Browser, base: str, username: str, path: str, width: int
 def overflowing(page: Page) -> list[str]:
     found: list[str] = page.evaluate(OVERFLOWING)
     return found
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's chromium, headless, shared by a module's browser tests (see the conftest.py
+    files of tests/browser and tests/faults, which offer it)."""
+    with sync_playwright() as playwright:
+        launched = chromium(playwright)
+        yield launched
+        launched.close()

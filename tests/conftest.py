@@ -13,15 +13,13 @@ from channels.layers import channel_layers
 from django.contrib.contenttypes.models import ContentType
 from django.db import connections, transaction
 from django.test import TransactionTestCase
-from playwright.sync_api import Browser, sync_playwright
 
-from django_weft import layer_health, live
-from django_weft.layer_health import LayerOutage
+from django_weft.engine.worker import Worker
+from django_weft.live import layer_health, publisher
+from django_weft.live.layer_health import LayerOutage
 from django_weft.models import Schedule
 from django_weft.signals import schedule_failed
 from django_weft.testing import DrivenClock
-from django_weft.worker import Worker
-from tests.browsers import chromium
 from tests.live_client import CommunicatorSocket
 
 
@@ -44,7 +42,7 @@ def clock() -> DrivenClock:
 
 @pytest.fixture
 def worker(clock: DrivenClock, transactional_db: None) -> Iterator[Worker]:
-    built = Worker(clock=clock, executor="django_weft.executors.InlineExecutor")
+    built = Worker(clock=clock, executor="django_weft.engine.executors.InlineExecutor")
     yield built
     built.close()
 
@@ -75,7 +73,9 @@ def worker_threads() -> Iterator[Callable[[], Worker]]:
 
     def start() -> Worker:
         worker = Worker(
-            executor="django_weft.executors.ThreadExecutor", concurrency=2, poll_interval=0.05
+            executor="django_weft.engine.executors.ThreadExecutor",
+            concurrency=2,
+            poll_interval=0.05,
         )
 
         def work() -> None:
@@ -129,7 +129,7 @@ def _no_outage_from_an_earlier_test(monkeypatch: pytest.MonkeyPatch) -> None:
     ended before anything published would otherwise leave the next test's first
     publish logging the end of an outage it never saw.
     """
-    monkeypatch.setattr(live, "publishing", LayerOutage("publishing"))
+    monkeypatch.setattr(publisher, "publishing", LayerOutage("publishing"))
     monkeypatch.setattr(layer_health, "sockets_outage", LayerOutage("live sockets"))
 
 
@@ -203,12 +203,3 @@ def _delete_rows(alias: str, written: dict[str, int]) -> None:
                 cursor.execute(f"DELETE FROM {quoted} WHERE id > %s", [written[table]])
             else:
                 cursor.execute(f"DELETE FROM {quoted}")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    """Debian's chromium, headless, shared by a module's browser tests."""
-    with sync_playwright() as playwright:
-        launched = chromium(playwright)
-        yield launched
-        launched.close()

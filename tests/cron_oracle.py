@@ -1,4 +1,4 @@
-"""A brute-force reference for ``django_weft.cron``: every wall-clock minute, one by one.
+"""A brute-force reference for ``django_weft.timing.cron``: every wall-clock minute, one by one.
 
 Written apart from the engine, on purpose, so that the two can be compared:
 

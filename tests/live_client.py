@@ -17,7 +17,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from websockets.sync.client import ClientConnection, connect
 
-from django_weft.consumers import RunsConsumer
+from django_weft.sockets.consumers import RunsConsumer
 from tests.processes import AsgiServer
 
 Frame = dict[str, Any]

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from django_weft.jobs import registry
+from django_weft.jobs.registry import registry
 from django_weft.models import Module, Run, RunStatus
-from django_weft.runs import start
+from django_weft.operations import start
 from django_weft.sandbox.config import RoomConfig
 from django_weft.sandbox.host import host_function
 from django_weft.sandbox.protocol import OPTIONAL_LAYERS

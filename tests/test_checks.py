@@ -18,8 +18,8 @@ from django.db import connection
 from django.test import modify_settings, override_settings
 
 from django_weft import checks
-from django_weft.clocks import SystemClock
 from django_weft.conf import WeftSettings
+from django_weft.timing.clocks import SystemClock
 
 
 def weft_messages() -> list[Any]:
@@ -59,8 +59,11 @@ def test_checks_unset_settings() -> None:
     [
         ("no.such.Clock", "cannot be imported"),
         ("nodots", "cannot be imported"),
-        ("django_weft.models.Schedule", "not a subclass of django_weft.clocks.Clock"),
-        ("django_weft.clocks.load_clock", "not a subclass of django_weft.clocks.Clock"),
+        ("django_weft.models.Schedule", "not a subclass of django_weft.timing.clocks.Clock"),
+        (
+            "django_weft.timing.clocks.load_clock",
+            "not a subclass of django_weft.timing.clocks.Clock",
+        ),
     ],
 )
 def test_checks_clock_invalid(value: str, says: str) -> None:
@@ -99,7 +102,10 @@ def test_checks_clock_driven() -> None:
     ("value", "says"),
     [
         ("no.such.Executor", "cannot be imported"),
-        ("django_weft.clocks.SystemClock", "not a subclass of django_weft.executors.Executor"),
+        (
+            "django_weft.timing.clocks.SystemClock",
+            "not a subclass of django_weft.engine.executors.Executor",
+        ),
     ],
 )
 def test_checks_executor_invalid(value: str, says: str) -> None:

@@ -37,11 +37,11 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from django_weft.jobs import Job, registry
+from django_weft.engine.worker import Worker
+from django_weft.jobs.registry import Job, registry
 from django_weft.models import Run, RunStatus, Schedule
-from django_weft.runs import start
+from django_weft.operations import start
 from django_weft.testing import DrivenClock
-from django_weft.worker import Worker
 from tests.example_server import free_port
 from tests.processes import ChildProcess, dies_with_parent, port_is_open, wait_for
 
@@ -137,8 +137,9 @@ def test_docs_python_block_compiles_and_imports_resolve(block: Block) -> None:
 
 def test_docs_check_imports_names_what_is_missing() -> None:
     """The import check fails on a name that a module does not have, naming both."""
-    tree = ast.parse("from django_weft.jobs import job, no_such_name\n")
-    with pytest.raises(AssertionError, match=r"cannot import django_weft\.jobs\.no_such_name"):
+    tree = ast.parse("from django_weft.jobs.registry import job, no_such_name\n")
+    missing = r"cannot import django_weft\.jobs\.registry\.no_such_name"
+    with pytest.raises(AssertionError, match=missing):
         check_imports(tree, "README.md:1")
     assert check_imports(ast.parse("import json\nfrom django_weft import jobs\n"), "x") == 2
 
@@ -180,7 +181,7 @@ def test_readme_first_job_fired_by_its_schedule(
     """README's schedule fires README's job at 07:00 in Toronto: the digest of that day."""
     caplog.set_level("INFO", logger="readme_jobs")
     clock = DrivenClock(datetime(2026, 3, 7, 11, 0, tzinfo=UTC))  # 06:00 in Toronto
-    worker = Worker(clock=clock, executor="django_weft.executors.InlineExecutor")
+    worker = Worker(clock=clock, executor="django_weft.engine.executors.InlineExecutor")
     try:
         exec(readme_block("Schedule.objects.create("), {})
         clock.advance(timedelta(hours=2))
@@ -199,7 +200,7 @@ def test_readme_first_job_started_by_code(readme_digest: Job) -> None:
     """Started by a call, README's job has no due and makes the digest of today."""
     before = timezone.now().date()
     run = start(readme_digest)
-    worker = Worker(executor="django_weft.executors.InlineExecutor")
+    worker = Worker(executor="django_weft.engine.executors.InlineExecutor")
     try:
         worker.run(once=True)
     finally:
@@ -311,8 +312,8 @@ from datetime import timedelta
 from django.core.exceptions import ValidationError
 
 from django_weft.models import Schedule
-from django_weft.runs import start
-from django_weft.schedules import save_schedule
+from django_weft.operations import start
+from django_weft.engine.schedules import save_schedule
 
 runs = [
     start("content.publish", {"post_id": "7"}),

@@ -260,7 +260,7 @@ def test_packaging_wheel_in_a_new_project(
         "0",  # Django 5.2+ says what it imported on its own otherwise
         "-c",
         schedule.group(1)
-        + "from django_weft.runs import start\n"
+        + "from django_weft.operations import start\n"
         + "from yourapp.jobs import digest\n"
         + "print(start(digest).pk)\n",
     ).strip()
@@ -319,7 +319,7 @@ def test_packaging_sdist_runs_its_own_tests(
             "tests/test_docs.py",
             "tests/test_checks.py",
             "tests/test_migrations.py",
-            "tests/test_command_refusals.py",
+            "tests/engine/test_command_refusals.py",
         ],
         cwd=tree,
         env=env,

@@ -23,12 +23,12 @@ from django.contrib.auth.models import AnonymousUser, Permission
 from django.test import Client
 from rest_framework.test import APIClient
 
-from django_weft import operations, projections
-from django_weft.consumers import RunsConsumer
-from django_weft.documents import open_document
+from django_weft import operations
 from django_weft.exceptions import Forbidden
+from django_weft.live import projections
 from django_weft.models import Document, Run, RunStatus, Schedule
-from django_weft.runs import start
+from django_weft.operations import open_document, start
+from django_weft.sockets.consumers import RunsConsumer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,6 +1,6 @@
 """The API's serializers: the owner and guest views, the bodies of starts and edits.
 
-A run's two views are :mod:`django_weft.projections`' (the sockets show the same dicts);
+A run's two views are :mod:`django_weft.live.projections`' (the sockets show the same dicts);
 the serializers here describe them for the schema and pick one per row. Schedules have
 the same two views: a guest sees the plan and how the last fire went, never the args or
 the error.
@@ -20,9 +20,10 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.settings import api_settings
 
-from django_weft import operations, projections
+from django_weft import operations
 from django_weft.access import sees_schedule_in_full
 from django_weft.exceptions import Forbidden
+from django_weft.live import projections
 from django_weft.models import Run, RunStatus, Schedule
 from django_weft.models.schedule import PLAN_FIELDS
 
@@ -33,7 +34,7 @@ _M = TypeVar("_M", bound=models.Model)
 
 
 class RunGuestSerializer(serializers.Serializer[Run]):
-    """A run as anyone allowed to watch sees it (:func:`django_weft.projections.guest_run`).
+    """A run as anyone allowed to watch sees it (:func:`django_weft.live.projections.guest_run`).
 
     The fields describe the view for the schema; the view itself is the projection's.
     """
@@ -57,7 +58,7 @@ class RunGuestSerializer(serializers.Serializer[Run]):
 
 class RunOwnerSerializer(RunGuestSerializer):
     """A run as its owner (or an operator) sees it: everything
-    (:func:`django_weft.projections.owner_run`)."""
+    (:func:`django_weft.live.projections.owner_run`)."""
 
     args = serializers.DictField(read_only=True)
     attempt = serializers.IntegerField(read_only=True)

@@ -2,7 +2,7 @@
 
 The views stay thin: who may do what is decided by :mod:`django_weft.operations`, which
 every write goes through, as the admin's and the sockets' do; what a row looks like to
-whom comes from :mod:`django_weft.projections` through the serializers. A refusal becomes
+whom comes from :mod:`django_weft.live.projections` through the serializers. A refusal becomes
 400 (bad input, naming the field), 403 (naming the missing permission) or 409 (a valid
 request the present state refuses, with a ``code``), and writes nothing.
 """

@@ -4,7 +4,7 @@
 queues, workers or schedules: the unfinished runs grouped by queue, status and job
 version; the runs finished over the last day grouped by minute and status; the paused
 queues; the live workers; what they run; the schedules due within the hour (planned by
-:mod:`django_weft.preview`); the latest failures. ``now`` is handed in (the project's
+:mod:`django_weft.timing.preview`); the latest failures. ``now`` is handed in (the project's
 clock, as for the schedules' next fires), so the figures can be tested at any moment.
 """
 
@@ -18,9 +18,9 @@ from django.db.models import Count, Min, Q
 from django.db.models.functions import TruncMinute
 
 from django_weft.conf import weft_settings
-from django_weft.jobs import registry
+from django_weft.jobs.registry import registry
 from django_weft.models import PausedQueue, Run, RunStatus, Schedule, WorkerProcess
-from django_weft.preview import PREVIEW_FIELDS, PreviewLine, preview
+from django_weft.timing.preview import PREVIEW_FIELDS, PreviewLine, preview
 
 #: Outcomes counted as failures on the charts and in the list of recent failures.
 FAILURES = (RunStatus.FAILED, RunStatus.LOST)

@@ -16,12 +16,13 @@ from typing import Any
 
 from django.utils.safestring import mark_safe
 
-from django_weft import access, projections
+from django_weft import access
 from django_weft.access import User
 from django_weft.console.ansi import to_html
 from django_weft.console.charts import bar_chart
 from django_weft.console.formatting import duration, moment, pretty_json, run_length, short_id
 from django_weft.console.overview import Bucket, read_overview
+from django_weft.live import projections
 from django_weft.models import Attempt, Run
 
 

@@ -1,6 +1,6 @@
 """The next fires of a schedule as its page shows them, saved or still being typed.
 
-The lines come from :func:`django_weft.preview.upcoming` (the preview ``runjobs --plan``
+The lines come from :func:`django_weft.timing.preview.upcoming` (the preview ``runjobs --plan``
 prints), so the page and the command agree on every slot and every DST note. The same
 HTML is rendered into the page and returned by the page's JSON endpoint while the form
 is edited.
@@ -15,9 +15,9 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from django_weft.console.plan_words import dst_policy_words, moment_words, plan_words
-from django_weft.cron import CronError
 from django_weft.models import Schedule
-from django_weft.preview import PreviewLine, upcoming
+from django_weft.timing.cron import CronError
+from django_weft.timing.preview import PreviewLine, upcoming
 
 #: How many upcoming fires the page lists.
 NEXT_FIRES = 10

@@ -1,6 +1,6 @@
 """A schedule's plan, state and DST policy in the words the schedule pages show.
 
-A cron plan is said by :func:`django_weft.wording.describe` (the phrase ``runjobs
+A cron plan is said by :func:`django_weft.timing.wording.describe` (the phrase ``runjobs
 --plan`` users know); this module adds intervals, one-offs and the state of a row, so
 the list and the page say the same thing.
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from django_weft import wording
 from django_weft.console import formatting
-from django_weft.cron import CronError, CronPlan, zone_from_name
 from django_weft.models import Schedule
 from django_weft.models.schedule import OnFold, OnGap
-from django_weft.preview import Period
+from django_weft.timing import wording
+from django_weft.timing.cron import CronError, CronPlan, zone_from_name
+from django_weft.timing.preview import Period
 
 
 def moment_words(moment: datetime, zone: str = "") -> str:
@@ -72,7 +72,7 @@ def dst_policy_words(schedule: Schedule, now: datetime) -> str:
     """What the row does on daylight-saving days, or "" when its zone has none this year.
 
     From the row's ``on_gap`` and ``on_fold``, or the real-time rule of an hour field
-    that is ``*`` or a step, which overrides them (see :mod:`django_weft.cron`).
+    that is ``*`` or a step, which overrides them (see :mod:`django_weft.timing.cron`).
     """
     if not schedule.cron:
         return ""

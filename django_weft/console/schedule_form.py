@@ -6,7 +6,7 @@ input per arg of the job, read from its args serializer or, for a job without on
 its function's keyword parameters; an arg no plain input holds (a list, a nested
 object) is a JSON input of its own, and a job this process does not know gets one JSON
 input for all its args. What the inputs give is checked by the job itself
-(:meth:`django_weft.jobs.Job.validate_args`), as on every other write path.
+(:meth:`django_weft.jobs.registry.Job.validate_args`), as on every other write path.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from rest_framework import serializers
 
 from django_weft.console import formatting
 from django_weft.exceptions import UnknownJob
-from django_weft.jobs import Job, NoArgs, registry
+from django_weft.jobs.registry import Job, NoArgs, registry
 
 
 class DatalistInput(forms.TextInput):

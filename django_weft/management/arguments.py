@@ -14,9 +14,9 @@ from django.core.management.base import CommandError
 from django.utils.dateparse import parse_datetime
 from django.utils.module_loading import import_string
 
-from django_weft.clocks import Clock
-from django_weft.preview import Period, parse_period
-from django_weft.serve import parse_address
+from django_weft.management.serve import parse_address
+from django_weft.timing.clocks import Clock
+from django_weft.timing.preview import Period, parse_period
 
 
 def period(text: str) -> Period:
@@ -79,7 +79,9 @@ def clock_path(text: str) -> str:
     except ImportError as error:
         raise argparse.ArgumentTypeError(f'cannot import clock "{text}": {error}') from None
     if not (isinstance(cls, type) and issubclass(cls, Clock)):
-        raise argparse.ArgumentTypeError(f'"{text}" is not a django_weft.clocks.Clock subclass')
+        raise argparse.ArgumentTypeError(
+            f'"{text}" is not a django_weft.timing.clocks.Clock subclass'
+        )
     return text
 
 

@@ -7,7 +7,7 @@ class Document(models.Model):
     """A JSON document with a revision: a run's state, or an application's own record.
 
     Every change is a conditional update on ``revision`` (see
-    :mod:`django_weft.documents`), so two writers never lose each other's update.
+    :mod:`django_weft.operations`), so two writers never lose each other's update.
     """
 
     key = models.CharField(max_length=255, unique=True)

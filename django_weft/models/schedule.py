@@ -8,8 +8,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 
-from django_weft.cron import CronError, CronPlan, zone_from_name
-from django_weft.timing import AtPlan, EveryPlan, Plan
+from django_weft.timing.cron import CronError, CronPlan, zone_from_name
+from django_weft.timing.plans import AtPlan, EveryPlan, Plan
 
 #: What the scheduler keeps on a row. A full ``save()`` of a loaded row never writes
 #: these, so an instance read before the worker fired the row cannot roll them back.
@@ -212,7 +212,7 @@ class Schedule(models.Model):
 
         The plan is the row's own data, checked here on every write path (a refused row
         writes nothing). Its job and args are checked against the deployed code by
-        :func:`django_weft.schedules.validate_schedule`, which the admin, the API and
+        :func:`django_weft.engine.schedules.validate_schedule`, which the admin, the API and
         :mod:`django_weft.operations` call, and again at every fire.
         """
         self.validate_plan()

@@ -15,8 +15,8 @@ from typing import Any
 
 from rest_framework import serializers
 
-from django_weft.context import RunContext
-from django_weft.jobs import StateSpec, job
+from django_weft.jobs.context import RunContext
+from django_weft.jobs.registry import StateSpec, job
 from django_weft.models import Module
 from django_weft.sandbox.calls import DEFAULT_METHOD, find_module, module_call
 from django_weft.sandbox.errors import SandboxError

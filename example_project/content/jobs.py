@@ -10,9 +10,9 @@ from typing import Any
 
 from rest_framework import serializers
 
-from django_weft.context import RunContext
-from django_weft.documents import change_document, open_document
-from django_weft.jobs import job
+from django_weft.jobs.context import RunContext
+from django_weft.jobs.registry import job
+from django_weft.operations import change_document, open_document
 
 LEDGER = "content:ledger"
 

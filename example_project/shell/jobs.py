@@ -13,11 +13,11 @@ from typing import Any
 
 from rest_framework import serializers
 
-from django_weft.context import RunContext
-from django_weft.jobs import StateSpec, job
+from django_weft.jobs.context import RunContext
+from django_weft.jobs.outcomes import FinishContext, Outcome
+from django_weft.jobs.output import OutputBuffer
+from django_weft.jobs.registry import StateSpec, job
 from django_weft.models import Document
-from django_weft.outcomes import FinishContext, Outcome
-from django_weft.output import OutputBuffer
 
 ENTRIES = "shell:entries"
 LINE_INTERVAL = 0.03

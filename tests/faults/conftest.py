@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 from django.test import override_settings
 
+from tests.browsers import browser  # noqa: F401  (the fixture, for the example outage test)
 from tests.faults.servers import FaultServers, PostgresCluster, RedisServer, fault_servers
 from tests.processes import REDIS_LAYER, AsgiServer, Runjobs, asgi_server, runjobs
 

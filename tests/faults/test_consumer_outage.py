@@ -18,11 +18,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import override_settings
 
-from django_weft.consumers import CLOSE_RESYNC_FAILED
-from django_weft.documents import change_document, open_document
+from django_weft.engine.worker import Worker
 from django_weft.models import Run, RunStatus
-from django_weft.runs import start
-from django_weft.worker import Worker
+from django_weft.operations import change_document, open_document, start
+from django_weft.sockets.consumers import CLOSE_RESYNC_FAILED
 from example_project.shell.jobs import shell
 from tests.faults.servers import PostgresCluster, RedisServer
 from tests.live_client import CommunicatorSocket, Frame, open_socket

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
+from tests.browser.test_browser import run_row, signed_in
 from tests.example_server import example_server
 from tests.faults.servers import RedisServer
 from tests.processes import wait_for
-from tests.test_browser import run_row, signed_in
 
 PAUSED = "live updates paused"
 

@@ -22,9 +22,9 @@ from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
-from django_weft.jobs import registry
+from django_weft.jobs.registry import registry
 from django_weft.models import Attempt, Document, Run, RunStatus, Schedule, WorkerProcess
-from django_weft.runs import start
+from django_weft.operations import start
 from tests.faults.conftest import FAST_HEARTBEAT
 from tests.faults.servers import PostgresCluster
 from tests.processes import Runjobs, wait_for

@@ -9,9 +9,9 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from django_weft.conf import weft_settings
+from django_weft.engine.pruning import prune_batch, prune_workers
 from django_weft.management.arguments import convert_keywords, period, positive_int
-from django_weft.preview import Period
-from django_weft.pruning import prune_batch, prune_workers
+from django_weft.timing.preview import Period
 
 #: The converters argparse applies, by option; keywords to call_command() go through them too.
 _CONVERTERS = {"older_than": period, "batch_size": positive_int}

@@ -13,8 +13,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from django_weft.clocks import load_clock
-from django_weft.jobs import registry
+from django_weft.engine.worker import Worker
+from django_weft.jobs.registry import registry
 from django_weft.management.arguments import (
     address,
     as_period,
@@ -26,15 +26,15 @@ from django_weft.management.arguments import (
     seconds,
     writable_file,
 )
-from django_weft.preview import (
+from django_weft.management.serve import AsgiServer, ServeRefused
+from django_weft.timing.clocks import load_clock
+from django_weft.timing.preview import (
     Period,
     enabled_schedules,
     header,
     preview,
     schedules_enabled,
 )
-from django_weft.serve import AsgiServer, ServeRefused
-from django_weft.worker import Worker
 
 #: The converters argparse applies, by option; keywords to call_command() go through them too.
 _CONVERTERS = {

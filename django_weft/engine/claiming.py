@@ -1,0 +1,104 @@
+"""The claim: a worker takes queued runs it can execute, each once, in one statement.
+
+``WITH picked AS (SELECT ... ORDER BY priority DESC, created_at LIMIT n FOR UPDATE SKIP
+LOCKED) UPDATE ... FROM picked RETURNING ...`` on PostgreSQL, ``UPDATE ... WHERE id IN
+(SELECT ... LIMIT n) RETURNING ...`` on SQLite (whose single writer needs no lock): the
+pick walks the partial index over queued runs in claim order and stops after a batch, so
+its cost does not grow with the backlog, and the rows come back from the update itself,
+with no second read. A claimed
+run is ``running`` on that worker with its attempt number raised by one; only that
+worker (and attempt) may finish it (see :mod:`django_weft.engine.finishing`).
+
+The statement is built once per set of deployed jobs and queues, not per claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from functools import cache
+from typing import TYPE_CHECKING
+
+from django.db import connection
+
+from django_weft.engine import sql
+from django_weft.models import PausedQueue, Run, RunStatus, WorkerProcess
+
+if TYPE_CHECKING:
+    from django_weft.jobs.registry import Job
+
+
+def deployed_pairs(jobs: Iterable[Job]) -> tuple[tuple[str, int], ...]:
+    """The (name, version) pairs a worker running ``jobs`` can execute, in a stable order."""
+    return tuple(sorted((job.name, job.version) for job in jobs))
+
+
+def claim(
+    deployed: Sequence[tuple[str, int]],
+    *,
+    limit: int,
+    worker: WorkerProcess,
+    now: datetime,
+    queues: Iterable[str] | None,
+) -> list[Run]:
+    """Mark up to ``limit`` queued runs as running on ``worker`` and return them.
+
+    Only runs whose (job, version) is in ``deployed`` (see :func:`deployed_pairs`) are
+    taken, the others being blocked here; a run waiting for a retry is not taken before
+    its ``retry_at``, nor a run of a paused queue.
+    """
+    if not deployed or limit < 1:
+        return []
+    chosen = None if queues is None else tuple(sorted(set(queues)))
+    statement = _claim_sql(connection.vendor, len(deployed), 0 if chosen is None else len(chosen))
+    picking = [
+        *(value for pair in deployed for value in pair),
+        *(chosen or ()),
+        sql.prep(Run, "retry_at", now),
+        limit,
+    ]
+    setting = [sql.prep(Run, "worker", worker.pk), sql.prep(Run, "started_at", now)]
+    # The pick comes first in PostgreSQL's statement (a CTE), last in SQLite's.
+    params = [*picking, *setting] if connection.vendor == "postgresql" else [*setting, *picking]
+    return sorted(
+        Run.objects.raw(statement, params),
+        key=lambda run: (-run.priority, run.created_at, run.due or run.created_at),
+    )
+
+
+@cache
+def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
+    """The claim statement for ``jobs`` (name, version) pairs and ``queues`` queue names."""
+    table = sql.table(Run)
+
+    def column(name: str) -> str:
+        return sql.column(Run, name)
+
+    pairs = ", ".join(["(%s, %s)"] * jobs)
+    queue_filter = f" AND {column('queue')} IN ({', '.join(['%s'] * queues)})" if queues else ""
+    returned = ", ".join(f"{table}.{column(field.name)}" for field in Run._meta.concrete_fields)
+    pick = (
+        f"SELECT {column('id')} FROM {table} "
+        f"WHERE {column('status')} = '{RunStatus.QUEUED}' "
+        f"AND ({column('job')}, {column('job_version')}) IN (VALUES {pairs}){queue_filter} "
+        f"AND ({column('retry_at')} IS NULL OR {column('retry_at')} <= %s) "
+        f"AND {column('queue')} NOT IN (SELECT {sql.column(PausedQueue, 'queue')} "
+        f"FROM {sql.table(PausedQueue)}) "
+        f"ORDER BY {column('priority')} DESC, {column('created_at')}, {column('due')} LIMIT %s"
+    )
+    if vendor == "postgresql":
+        # A materialized CTE, not ``WHERE id IN (subquery)``: PostgreSQL may run a
+        # subquery in a semi join once per outer row, and claim more than the limit.
+        picked = f"WITH picked AS MATERIALIZED ({pick} FOR UPDATE SKIP LOCKED) "
+        target = f"FROM picked WHERE {table}.{column('id')} = picked.{column('id')}"
+    else:
+        picked, target = "", f"WHERE {column('id')} IN ({pick})"
+    return (
+        f"{picked}UPDATE {table} SET {column('status')} = '{RunStatus.RUNNING}', "
+        f"{column('worker')} = %s, {column('started_at')} = %s, "
+        f"{column('attempt')} = {table}.{column('attempt')} + 1, {column('retry_at')} = NULL, "
+        f"{column('error_type')} = '', {column('error_message')} = '', "
+        f"{column('error_traceback')} = '' {target} "
+        f"AND {table}.{column('status')} = '{RunStatus.QUEUED}' "
+        f"RETURNING {returned}"
+    )

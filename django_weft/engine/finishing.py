@@ -1,0 +1,352 @@
+"""The finish step: a run's outcome, written in one transaction, by the run's owner only.
+
+An attempt that ends reports an :class:`AttemptReport`. :func:`record_attempt` turns it
+into either a retry (the run goes back to the queue, the attempt is kept as an
+:class:`~django_weft.models.Attempt`) or the run's outcome (:func:`finish`, with the
+job's finish hook and the schedule's last-run record in the same transaction).
+
+Every write here is conditional on who owns the run: a running run is finished only by
+the worker that claimed it, for the attempt it claimed; a queued run (no owner yet) only
+while it is still queued. The row count says who won, so an outcome is recorded once
+however many workers try, and a worker that was declared dead cannot overwrite what
+another recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import cache, partial
+from typing import Any
+
+from django.db import connection, transaction
+
+from django_weft.engine import sql
+from django_weft.engine.scheduler import record_on_schedule
+from django_weft.jobs.outcomes import FinishContext, Outcome
+from django_weft.jobs.registry import registry
+from django_weft.jobs.tracebacks import ErrorRecord, record_error
+from django_weft.live.changes import Changes
+from django_weft.models import Attempt, Run, RunStatus, Schedule
+from django_weft.signals import run_finished, schedule_failed
+
+logger = logging.getLogger("django_weft.runs")
+
+NO_ERROR = ErrorRecord("", "", "")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Who holds a running run: the worker that claimed it, for which attempt.
+
+    ``worker_id`` is ``None`` only for a running run whose worker row was deleted.
+    """
+
+    worker_id: uuid.UUID | None
+    attempt: int
+
+
+@dataclass(frozen=True)
+class AttemptReport:
+    """How one attempt of a claimed run ended, as its worker reports it.
+
+    ``worker_id`` and ``attempt`` are those of the claim: only that worker's report for
+    that attempt can finish the run. ``error_class`` is the exception type that ended it
+    (``None`` when nothing raised), which a retry policy may refuse to retry.
+    """
+
+    run_id: uuid.UUID
+    job: str
+    worker_id: uuid.UUID | None
+    attempt: int
+    started_at: datetime | None
+    status: RunStatus
+    result: Any = None
+    error: ErrorRecord = NO_ERROR
+    error_class: type[BaseException] | None = field(default=None, compare=False)
+    schedule_id: int | None = None
+    #: The run as its worker claimed it, when the report comes from the worker executing
+    #: it: a plain finish updates it and hands it to ``run_finished`` without a read.
+    run: Run | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def claim(self) -> Claim:
+        return Claim(self.worker_id, self.attempt)
+
+
+def is_plain(report: AttemptReport) -> bool:
+    """Whether the outcome is the run's last word and nothing else is written with it.
+
+    No finish hook, no schedule to carry it to, no retry: then the finish is one
+    conditional update, and many of them share a transaction (:func:`finish_plain`).
+    """
+    if report.run is None or report.schedule_id is not None:
+        return False
+    job = registry.get(report.job) if report.job in registry else None
+    return (
+        job is not None
+        and job.finish_hook is None
+        and not job.retries(report.status, report.attempt, report.error_class)
+    )
+
+
+def finish_plain(reports: Sequence[AttemptReport], *, now: datetime, changes: Changes) -> int:
+    """Record plain outcomes (see :func:`is_plain`), one statement each, in one transaction.
+
+    Returns how many were recorded; a report whose run someone else finished is logged
+    and dropped, as :func:`finish` does.
+    """
+    recorded: list[Run] = []
+    # No savepoint: inside the worker's round transaction it would cost two round trips
+    # per round for nothing, since an error here rolls the whole round back anyway.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        statement = _plain_finish_sql(connection.vendor)
+        for report in reports:
+            run = report.run
+            assert run is not None
+            cursor.execute(
+                statement,
+                [
+                    str(report.status),
+                    sql.prep(Run, "finished_at", now),
+                    sql.prep(Run, "result", report.result),
+                    report.error.type,
+                    report.error.message,
+                    report.error.traceback,
+                    sql.prep(Run, "id", report.run_id),
+                    sql.prep(Run, "worker", report.worker_id),
+                    report.attempt,
+                ],
+            )
+            if cursor.rowcount != 1:
+                _log_late(report.run_id, report.claim)
+                continue
+            run.status, run.finished_at, run.result = report.status, now, report.result
+            run.error_type, run.error_message = report.error.type, report.error.message
+            run.error_traceback = report.error.traceback
+            recorded.append(run)
+            changes.run(run.pk)
+        transaction.on_commit(partial(_announce_all, recorded))
+    for run in recorded:
+        logger.debug("finished %s run %s: %s", run.job, run.pk, run.status)
+    return len(recorded)
+
+
+@cache
+def _plain_finish_sql(vendor: str) -> str:
+    """``UPDATE run SET <outcome> WHERE id = %s AND <the claim holds it>``, built once."""
+    names = (
+        "status",
+        "finished_at",
+        "result",
+        "error_type",
+        "error_message",
+        "error_traceback",
+    )
+
+    def column(name: str) -> str:
+        return sql.column(Run, name)
+
+    assignments = ", ".join(f"{column(name)} = %s" for name in names)
+    return (
+        f"UPDATE {sql.table(Run)} SET {assignments} "
+        f"WHERE {column('id')} = %s AND {column('status')} = '{RunStatus.RUNNING}' "
+        f"AND {column('worker')} = %s AND {column('attempt')} = %s"
+    )
+
+
+def record_attempt(report: AttemptReport, *, now: datetime, changes: Changes) -> Run | None:
+    """Record how an attempt ended: a retry if the job's policy allows one, else the outcome.
+
+    Returns the run as recorded, or ``None`` when the report came too late (the run was
+    finished or retried by someone else, e.g. as lost): then nothing is written.
+    """
+    job = registry.get(report.job) if report.job in registry else None
+    if job is not None and job.retries(report.status, report.attempt, report.error_class):
+        assert job.retry is not None
+        delay = timedelta(seconds=job.retry.delay(report.attempt))
+        return _retry(report, now=now, retry_at=now + delay, changes=changes)
+    return finish(
+        report.run_id,
+        report.status,
+        now=now,
+        claim=report.claim,
+        result=report.result,
+        error=report.error,
+        changes=changes,
+    )
+
+
+def _retry(
+    report: AttemptReport, *, now: datetime, retry_at: datetime, changes: Changes
+) -> Run | None:
+    """Put the run back in the queue for its next attempt, keeping this one on record."""
+    with transaction.atomic():
+        won = _owned(report.run_id, report.claim).update(
+            status=RunStatus.QUEUED,
+            worker=None,
+            retry_at=retry_at,
+            error_type=report.error.type,
+            error_message=report.error.message,
+            error_traceback=report.error.traceback,
+        )
+        if not won:
+            _log_late(report.run_id, report.claim)
+            return None
+        Attempt.objects.create(
+            run_id=report.run_id,
+            number=report.attempt,
+            worker_id=report.worker_id,
+            status=report.status,
+            started_at=report.started_at,
+            ended_at=now,
+            error_type=report.error.type,
+            error_message=report.error.message,
+            error_traceback=report.error.traceback,
+        )
+        changes.run(report.run_id)
+    logger.info(
+        "%s run %s attempt %d ended %s; attempt %d at %s",
+        report.job,
+        report.run_id,
+        report.attempt,
+        report.status,
+        report.attempt + 1,
+        retry_at.isoformat(),
+    )
+    return Run.objects.filter(pk=report.run_id).first()
+
+
+def _owned(run_id: uuid.UUID, claim: Claim | None) -> Any:
+    """The run, if ``claim`` holds it; without a claim, the run if it is still queued."""
+    if claim is None:
+        return Run.objects.filter(pk=run_id, status=RunStatus.QUEUED)
+    return Run.objects.filter(
+        pk=run_id, status=RunStatus.RUNNING, worker_id=claim.worker_id, attempt=claim.attempt
+    )
+
+
+def _log_late(run_id: uuid.UUID, claim: Claim | None) -> None:
+    if claim is None:
+        # Finishing a queued run (an abort) loses to a claim in the normal course.
+        logger.debug("run %s was no longer queued", run_id)
+        return
+    current = Run.objects.filter(pk=run_id).values("status", "worker_id", "attempt").first()
+    if current is None:
+        logger.warning("outcome of run %s discarded: the run no longer exists", run_id)
+    elif current["status"] != RunStatus.RUNNING and (current["worker_id"], current["attempt"]) == (
+        claim.worker_id,
+        claim.attempt,
+    ):
+        # A commit that failed on the way back had in fact gone through.
+        logger.info("outcome of run %s was already recorded (%s)", run_id, current["status"])
+    else:
+        logger.warning(
+            "late outcome of run %s (attempt %s) discarded: it is %s, attempt %s, elsewhere",
+            run_id,
+            claim.attempt,
+            current["status"],
+            current["attempt"],
+        )
+
+
+def finish(
+    run_id: uuid.UUID,
+    status: RunStatus,
+    *,
+    now: datetime,
+    claim: Claim | None = None,
+    result: Any = None,
+    error: ErrorRecord = NO_ERROR,
+    changes: Changes,
+) -> Run | None:
+    """Record the outcome in one transaction with the job's finish hook.
+
+    With ``claim`` the run must be running under that claim; without, it must still be
+    queued (an abort before any worker claimed it). The hook runs on the
+    code deployed now; what it changes or starts commits with the outcome, and if it
+    raises, none of it does and the run records the hook's failure.
+    Returns the finished run, or None when the run was not that caller's to finish.
+    """
+    with transaction.atomic():
+        won = _owned(run_id, claim).update(
+            status=status,
+            finished_at=now,
+            result=result,
+            error_type=error.type,
+            error_message=error.message,
+            error_traceback=error.traceback,
+        )
+        if not won:
+            _log_late(run_id, claim)
+            return None
+        run = Run.objects.select_related("state", "owner").get(pk=run_id)
+        _run_finish_hook(run, now, changes)
+        if run.schedule_id is not None:
+            record_on_schedule(run, now, changes)
+        changes.run(run.pk)
+        transaction.on_commit(lambda: _announce(run))
+    logger.debug("finished %s run %s: %s", run.job, run.pk, run.status)
+    return run
+
+
+def _run_finish_hook(run: Run, now: datetime, changes: Changes) -> None:
+    job = registry.get(run.job) if run.job in registry else None
+    if job is None or job.finish_hook is None:
+        return
+    outcome = Outcome(
+        kind=str(run.status),
+        run=run,
+        args=run.args,
+        state=run.state.data if run.state is not None else None,
+        result=run.result,
+        error_type=run.error_type,
+        error_message=run.error_message,
+    )
+    try:
+        with transaction.atomic():
+            job.finish_hook(outcome, FinishContext(run=run, now=now, changes=changes))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:
+        logger.exception("finish hook of %s run %s failed", run.job, run.pk)
+        hook = record_error(error)
+        failure = f"finish hook failed: {hook.type}: {hook.message}"
+        if run.status == RunStatus.DONE:
+            run.status, run.error_type, run.error_message = RunStatus.FAILED, hook.type, failure
+        else:
+            run.error_message = f"{run.error_message}; {failure}" if run.error_message else failure
+        run.error_traceback = "\n".join(filter(None, [run.error_traceback, hook.traceback]))
+        run.save(update_fields=["status", "error_type", "error_message", "error_traceback"])
+
+
+def _announce_all(runs: list[Run]) -> None:
+    for run in runs:
+        _announce(run)
+
+
+def _announce(run: Run) -> None:
+    run_finished.send(sender=Run, run=run)
+    if run.schedule is not None and run.status != RunStatus.DONE:
+        schedule_failed.send(
+            sender=Schedule,
+            schedule=run.schedule,
+            run=run,
+            error_type=run.error_type or str(run.status),
+            message=run.error_message or f"the run was {run.status}",
+        )
+
+
+def abort(run: Run, *, now: datetime, changes: Changes) -> bool:
+    """Request an abort. A run no worker has claimed (queued or blocked) ends at once.
+
+    Returns False when the run had already finished, or its abort was requested before.
+    """
+    if not run.record_abort_request(now):
+        return False
+    changes.run(run.pk)
+    finish(run.pk, RunStatus.ABORTED, now=now, changes=changes)
+    return True

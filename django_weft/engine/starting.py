@@ -1,0 +1,251 @@
+"""The start step: a run's intent, written in one transaction.
+
+Everything that starts a run comes through here: a call, the API, a socket, the admin, a
+schedule's fire, a finish hook's chained start. :func:`start_or_get` opens its own
+transaction; :func:`insert_run` writes into the caller's (a fire, a finish), so that the
+run exists only if the caller's work commits. Nothing here publishes: the caller does,
+after the commit (see :mod:`django_weft.live.changes`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from django.db import IntegrityError, connection, transaction
+
+from django_weft.engine import sql
+from django_weft.exceptions import (
+    ConcurrencyLimitReached,
+    IdempotencyKeyReused,
+    InvalidIdempotencyKey,
+)
+from django_weft.jobs.registry import Job, check_priority
+from django_weft.models import Document, Run, Schedule
+from django_weft.timing import clocks
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+logger = logging.getLogger("django_weft.runs")
+
+#: The stored key's length limit, its owner's scope included.
+IDEMPOTENCY_KEY_LENGTH = cast(int, Run._meta.get_field("idempotency_key").max_length)
+
+#: Rows per INSERT of :func:`insert_runs_in_bulk`, well under every database's limit on
+#: parameters per statement.
+BULK_INSERT_ROWS = 500
+
+
+def start_or_get(
+    job: Job,
+    args: Mapping[str, Any] | None = None,
+    *,
+    key: str | None = None,
+    owner: AbstractBaseUser | None = None,
+    now: datetime | None = None,
+    priority: int | None = None,
+) -> tuple[Run, bool]:
+    """Start a run of ``job`` in its own transaction; also say whether this call made it.
+
+    Raises :class:`~django_weft.exceptions.InvalidArgs` for args that fail the job's
+    serializer and :class:`~django_weft.exceptions.StartRefused` (concurrency limit,
+    reused key); in both cases nothing is written. With ``key`` a resent start returns
+    the run the first one made, and False (an HTTP API answers 200 instead of 201 then).
+    ``priority`` (default: the job's) orders the claim: higher first, then older first.
+    """
+    with transaction.atomic():
+        return _insert(job, args, key=key, owner=owner, now=now, priority=priority)
+
+
+def insert_run(
+    job: Job,
+    args: Mapping[str, Any] | None,
+    *,
+    key: str | None = None,
+    owner: AbstractBaseUser | None = None,
+    schedule: Schedule | None = None,
+    due: datetime | None = None,
+    now: datetime | None = None,
+    validated: bool = False,
+    priority: int | None = None,
+) -> Run:
+    """Write the start of a run into the caller's transaction (a schedule's fire, a finish).
+
+    Opens none of its own: the run exists only if the caller commits.
+    """
+    return _insert(
+        job,
+        args,
+        key=key,
+        owner=owner,
+        schedule=schedule,
+        due=due,
+        now=now,
+        validated=validated,
+        priority=priority,
+    )[0]
+
+
+def _insert(
+    job: Job,
+    args: Mapping[str, Any] | None,
+    *,
+    key: str | None = None,
+    owner: AbstractBaseUser | None = None,
+    schedule: Schedule | None = None,
+    due: datetime | None = None,
+    now: datetime | None = None,
+    validated: bool = False,
+    priority: int | None = None,
+) -> tuple[Run, bool]:
+    priority = job.priority if priority is None else check_priority(priority)
+    stored = dict(args or {}) if validated else job.validate_args(args)
+    given, key = key, None if key is None else scoped_key(key, owner)
+    concurrency_key = ""
+    if job.concurrency is not None:
+        concurrency_key = (
+            job.concurrency_key(stored, owner) if job.concurrency_key else None
+        ) or ""
+        _serialize_starts(job.name, concurrency_key)
+    if key is not None and (existing := _run_for_key(job, key, stored, given)) is not None:
+        return existing, False
+    if job.concurrency is not None:
+        unfinished = Run.objects.unfinished().filter(job=job.name, concurrency_key=concurrency_key)
+        if unfinished.count() >= job.concurrency:
+            raise ConcurrencyLimitReached(job.name, job.concurrency, concurrency_key or None)
+    run = new_run(
+        job,
+        stored,
+        owner=owner,
+        schedule=schedule,
+        due=due,
+        now=now or clocks.now(),
+        priority=priority,
+        key=key,
+        concurrency_key=concurrency_key,
+    )
+    # Only a keyed start can lose an insert race it must survive (by returning the
+    # winner), so only it pays for a savepoint; a schedule's fire has its own.
+    try:
+        with transaction.atomic() if key is not None else contextlib.nullcontext():
+            if job.state is not None:
+                run.state = Document.objects.create(
+                    key=f"run:{run.id}",
+                    schema=job.state.name,
+                    version=job.state.version,
+                    data=job.state.initial(),
+                )
+            run.save(force_insert=True)
+    except IntegrityError:
+        # Two starts with one key raced; the other insert won and is returned.
+        if key is None or (existing := _run_for_key(job, key, stored, given)) is None:
+            raise
+        return existing, False
+    logger.debug("started %s run %s", job.name, run.pk)
+    return run, True
+
+
+def scoped_key(key: str, owner: AbstractBaseUser | None) -> str:
+    """An idempotency key as stored: ``"<owner id>:<key>"`` (``":<key>"`` without one).
+
+    Keys are chosen by clients, so two owners who happen to pick the same key get two
+    runs, and neither may receive the other's run by guessing it.
+    """
+    prefix = f"{owner.pk}:" if owner is not None else ":"
+    room = IDEMPOTENCY_KEY_LENGTH - len(prefix)
+    if not key.strip() or len(key) > room:
+        raise InvalidIdempotencyKey(key, room)
+    return prefix + key
+
+
+def new_run(
+    job: Job,
+    stored: dict[str, Any],
+    *,
+    owner: AbstractBaseUser | None,
+    schedule: Schedule | None,
+    due: datetime | None,
+    now: datetime,
+    priority: int,
+    key: str | None = None,
+    concurrency_key: str = "",
+) -> Run:
+    """The unsaved row of a new run of ``job`` with already validated ``stored`` args."""
+    return Run(
+        id=uuid.uuid4(),
+        job=job.name,
+        job_version=job.version,
+        args=stored,
+        owner=cast(Any, owner),  # AUTH_USER_MODEL, whatever class the project swapped in
+        schedule=schedule,
+        due=due,
+        idempotency_key=key,
+        concurrency_key=concurrency_key,
+        queue=job.queue,
+        priority=priority,
+        created_at=now,
+    )
+
+
+def starts_in_bulk(job: Job) -> bool:
+    """Whether a run of ``job`` is one row and nothing else: no limit to count, no state.
+
+    Such runs, fired by schedules, are inserted many at once (see
+    :func:`insert_runs_in_bulk`).
+    """
+    return job.concurrency is None and job.state is None
+
+
+def insert_runs_in_bulk(runs: Sequence[Run]) -> set[uuid.UUID]:
+    """Insert ``runs`` (of jobs that :func:`starts_in_bulk`) in a few statements.
+
+    A run whose (schedule, due) slot already fired is left out, as the unique constraint
+    says; returns the ids of the runs that were inserted.
+    """
+    inserted: set[uuid.UUID] = set()
+    fields = list(Run._meta.concrete_fields)
+    columns = ", ".join(sql.column(Run, field.name) for field in fields)
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    with connection.cursor() as cursor:
+        for start in range(0, len(runs), BULK_INSERT_ROWS):
+            chunk = runs[start : start + BULK_INSERT_ROWS]
+            params = [
+                sql.prep(Run, field.name, field.pre_save(run, add=True))
+                for run in chunk
+                for field in fields
+            ]
+            cursor.execute(
+                f"INSERT INTO {sql.table(Run)} ({columns}) VALUES {', '.join([row] * len(chunk))} "
+                f"ON CONFLICT DO NOTHING RETURNING {sql.column(Run, 'id')}",
+                params,
+            )
+            pk = Run._meta.pk
+            assert pk is not None
+            inserted.update(pk.to_python(value) for (value,) in cursor.fetchall())
+    for run in runs:
+        if run.pk in inserted:
+            logger.debug("started %s run %s", run.job, run.pk)
+    return inserted
+
+
+def _run_for_key(job: Job, key: str, stored: dict[str, Any], given: str | None) -> Run | None:
+    existing = Run.objects.filter(job=job.name, idempotency_key=key).first()
+    if existing is not None and existing.args != stored:
+        raise IdempotencyKeyReused(job.name, given or key)
+    return existing
+
+
+def _serialize_starts(job: str, key: str) -> None:
+    """Make concurrent starts of one job and key take turns until their commit.
+
+    PostgreSQL gets a transaction-level advisory lock; SQLite serializes writing
+    transactions itself (use ``"transaction_mode": "IMMEDIATE"``, check W001).
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"weft:{job}:{key}"])

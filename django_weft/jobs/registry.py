@@ -1,0 +1,273 @@
+"""Jobs: what a schedule or a start runs, registered in code by name.
+
+A job is a function decorated with :func:`job`. The registry maps each name to the one
+version deployed in this process; runs stored for a name or version that is not here
+are *blocked* (never executed, their args never decoded).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rest_framework import serializers
+
+from django_weft.exceptions import InvalidArgs, UnknownJob
+from django_weft.jobs.retries import Retry
+from django_weft.models.run import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+    from django_weft.jobs.outcomes import FinishContext, Outcome
+
+JobFunction = Callable[..., Any]
+FinishHook = Callable[["Outcome", "FinishContext"], None]
+ConcurrencyKey = Callable[[Mapping[str, Any], "AbstractBaseUser | None"], "str | None"]
+
+
+class NoArgs(serializers.Serializer[Any]):
+    """The default ``args``: no serializer. The job takes the keyword args its function
+    declares (required without a default), as plain JSON values."""
+
+
+@dataclass(frozen=True)
+class StateSpec:
+    """The state document each run of a job gets: its schema name, version and first value."""
+
+    name: str
+    version: int = 1
+    initial: Callable[[], dict[str, Any]] = dict
+
+
+@dataclass
+class Job:
+    """A registered job: the function to run and the contract its runs are held to."""
+
+    func: JobFunction
+    name: str
+    version: int = 1
+    args: type[serializers.Serializer[Any]] = NoArgs
+    result: type[serializers.Field[Any, Any, Any, Any]] | None = None
+    state: StateSpec | None = None
+    concurrency: int | None = None
+    concurrency_key: ConcurrencyKey | None = None
+    queue: str = "default"
+    priority: int = DEFAULT_PRIORITY
+    private_args: Sequence[str] = ()
+    retry: Retry | None = None
+    timeout: float | None = None
+    finish_hook: FinishHook | None = field(default=None, repr=False)
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.func)
+
+    def retries(self, outcome: str, attempt: int, error: type[BaseException] | None) -> bool:
+        """Whether an attempt that ended ``outcome`` is tried again under this job's policy.
+
+        Args that no longer decode fail the same way at every attempt: never retried.
+        """
+        if error is not None and issubclass(error, InvalidArgs):
+            return False
+        return self.retry is not None and self.retry.retries(outcome, attempt, error)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calling the job calls its function, so jobs stay plain functions in tests."""
+        return self.func(*args, **kwargs)
+
+    def validate_args(self, args: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Validate ``args`` and return them in their stored (JSON) form.
+
+        Unknown keys are refused too: a typo in a schedule's args should fail on save,
+        not be dropped silently. A job without an args serializer takes the keyword args
+        its function declares, as JSON values.
+        """
+        data = {} if args is None else args
+        if not isinstance(data, Mapping):
+            raise InvalidArgs(self.name, {"args": ["Expected an object of named args."]})
+        if self.args is NoArgs:
+            return self._validate_by_signature(dict(data))
+        serializer = self.args(data=dict(data))
+        unknown = sorted(set(data) - set(serializer.fields))
+        errors: dict[str, list[str]] = {}
+        if not serializer.is_valid():
+            errors.update(flatten_errors(serializer.errors))
+        for name in unknown:
+            errors[name] = [f'Unknown arg; "{self.name}" accepts: {_names(serializer.fields)}.']
+        if errors:
+            raise InvalidArgs(self.name, errors)
+        return dict(serializer.data)
+
+    def _validate_by_signature(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The args of a job without a serializer: its function's keyword parameters."""
+        parameters = list(inspect.signature(self.func).parameters.values())[1:]
+        named = {p.name: p for p in parameters if p.kind in _NAMED}
+        open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+        errors: dict[str, list[str]] = {}
+        for name in sorted(set(data) - set(named)) if not open_ended else []:
+            errors[name] = [f'Unknown arg; "{self.name}" accepts: {_names(named)}.']
+        for name, parameter in named.items():
+            if parameter.default is inspect.Parameter.empty and name not in data:
+                errors[name] = ["This field is required."]
+        for name, value in data.items():
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError):
+                errors.setdefault(name, []).append(f"Not a JSON value: {value!r}.")
+        if errors:
+            raise InvalidArgs(self.name, errors)
+        return data
+
+    def decode_args(self, stored: Mapping[str, Any]) -> dict[str, Any]:
+        """Turn stored args back into the values the function receives."""
+        if self.args is NoArgs:
+            return dict(stored)
+        serializer = self.args(data=dict(stored))
+        if not serializer.is_valid():
+            raise InvalidArgs(self.name, flatten_errors(serializer.errors))
+        return dict(serializer.validated_data)
+
+    def public_args(self, stored: Mapping[str, Any]) -> dict[str, Any]:
+        """The args without the ones this job marks private (what a guest may see)."""
+        return {k: v for k, v in stored.items() if k not in self.private_args}
+
+    def finish(self, hook: FinishHook) -> FinishHook:
+        """Decorator: register the hook run in the finish transaction of every run."""
+        self.finish_hook = hook
+        return hook
+
+
+def check_priority(priority: int) -> int:
+    """``priority`` if it is a whole number from -100 to 100; ValueError naming it otherwise."""
+    if (
+        not isinstance(priority, int)
+        or isinstance(priority, bool)
+        or not MIN_PRIORITY <= priority <= MAX_PRIORITY
+    ):
+        raise ValueError(
+            f"priority must be a whole number from {MIN_PRIORITY} to {MAX_PRIORITY}, "
+            f"not {priority!r}"
+        )
+    return priority
+
+
+#: Parameters a keyword arg can fill.
+_NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def _names(fields: Mapping[str, Any]) -> str:
+    return ", ".join(sorted(fields)) or "no args"
+
+
+def flatten_errors(errors: Any, path: str = "") -> dict[str, list[str]]:
+    """DRF's nested error structure as ``{"field.sub": [messages]}``."""
+    nested: Iterable[tuple[Any, Any]]
+    if isinstance(errors, Mapping):
+        nested = errors.items()
+    elif isinstance(errors, list) and any(isinstance(e, Mapping | list) for e in errors):
+        nested = ((index, error) for index, error in enumerate(errors) if error)
+    else:
+        messages = errors if isinstance(errors, list) else [errors]
+        return {path or "args": [str(message) for message in messages]}
+    flat: dict[str, list[str]] = {}
+    for key, value in nested:
+        name = path if key == "non_field_errors" else f"{path}.{key}" if path else str(key)
+        flat.update(flatten_errors(value, name))
+    return flat
+
+
+class JobRegistry:
+    """The jobs deployed in this process, by name."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, Job] = {}
+        #: Changes whenever a job is registered or removed, so that what is derived from
+        #: the deployed jobs (the claim's filter) is computed once per deployment.
+        self.generation = 0
+
+    def register(self, job: Job) -> Job:
+        existing = self._jobs.get(job.name)
+        if existing is not None and existing.func is not job.func:
+            raise ValueError(f'a job named "{job.name}" is already registered ({existing.func!r})')
+        self._jobs[job.name] = job
+        self.generation += 1
+        return job
+
+    def unregister(self, name: str) -> None:
+        if self._jobs.pop(name, None) is not None:
+            self.generation += 1
+
+    def get(self, name: str) -> Job:
+        try:
+            return self._jobs[name]
+        except KeyError:
+            raise UnknownJob(name) from None
+
+    def deployed(self, name: str, version: int) -> Job | None:
+        """The job that can run a stored run of ``name`` at ``version``, if this code has it."""
+        job = self._jobs.get(name)
+        return job if job is not None and job.version == version else None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._jobs
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(sorted(self._jobs.values(), key=lambda j: j.name))
+
+
+registry = JobRegistry()
+
+
+def job(
+    name: str | None = None,
+    *,
+    version: int = 1,
+    args: type[serializers.Serializer[Any]] = NoArgs,
+    result: type[serializers.Field[Any, Any, Any, Any]] | None = None,
+    state: StateSpec | None = None,
+    concurrency: int | None = None,
+    concurrency_key: ConcurrencyKey | None = None,
+    queue: str = "default",
+    priority: int = DEFAULT_PRIORITY,
+    private_args: Sequence[str] = (),
+    retry: Retry | None = None,
+    timeout: float | None = None,
+) -> Callable[[JobFunction], Job]:
+    """Register the decorated function as a job.
+
+    The function is called as ``func(ctx, **args)`` with a
+    :class:`~django_weft.jobs.context.RunContext` and the validated args; it may be
+    ``async def``. ``name`` defaults to ``module.function``. ``retry`` (a
+    :class:`~django_weft.jobs.retries.Retry`) allows more attempts; ``timeout`` (seconds) asks
+    a run to stop once it has run that long, and gives up on it after the grace.
+    """
+    if concurrency is not None and concurrency < 1:
+        raise ValueError(f"concurrency must be a positive number of runs, not {concurrency!r}")
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    check_priority(priority)
+
+    def decorate(func: JobFunction) -> Job:
+        return registry.register(
+            Job(
+                func=func,
+                name=name or f"{func.__module__}.{func.__qualname__}",
+                version=version,
+                args=args,
+                result=result,
+                state=state,
+                concurrency=concurrency,
+                concurrency_key=concurrency_key,
+                queue=queue,
+                priority=priority,
+                private_args=tuple(private_args),
+                retry=retry,
+                timeout=timeout,
+            )
+        )
+
+    return decorate

@@ -1,0 +1,121 @@
+"""What a run or a document looks like to its owner and to a guest: plain dicts.
+
+One definition of each view, used by the REST API's serializers and by the live sockets,
+so that a socket frame and an API answer never disagree. A guest sees which runs exist
+and their phase: never their state (the output), result, errors, idempotency key, or the
+args their job marks private. Private args are known only for the job version deployed
+here: a guest sees no args at all of a run stored by another version.
+
+Values are JSON-ready: ids and moments as strings (moments in UTC, ``Z``-suffixed).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django_weft.access import User, sees_run_in_full
+from django_weft.jobs.registry import registry
+from django_weft.models import Document, Run, RunStatus
+
+#: The keys of each view, in order; the API's schema describes the same ones.
+GUEST_RUN_KEYS = (
+    "id",
+    "job",
+    "phase",
+    "status",
+    "priority",
+    "args",
+    "owner",
+    "schedule",
+    "due",
+    "created_at",
+    "started_at",
+    "finished_at",
+)
+OWNER_RUN_KEYS = (
+    *GUEST_RUN_KEYS,
+    "attempt",
+    "idempotency_key",
+    "abort_requested",
+    "retry_at",
+    "result",
+    "error_type",
+    "error_message",
+    "error_traceback",
+    "state",
+    "state_revision",
+)
+
+
+def phase(run: Run) -> str:
+    """The status, or ``blocked`` for a queued run this process's code cannot execute."""
+    if run.status == RunStatus.QUEUED and registry.deployed(run.job, run.job_version) is None:
+        return "blocked"
+    return str(run.status)
+
+
+def moment(value: datetime | None) -> str | None:
+    """An aware moment as ISO 8601 in UTC with ``Z``, as the API has always written them."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def guest_run(run: Run) -> dict[str, Any]:
+    """A run as anyone allowed to watch sees it. Reads ``owner`` and ``schedule``."""
+    deployed = registry.deployed(run.job, run.job_version)
+    return {
+        "id": str(run.pk),
+        "job": run.job,
+        "phase": phase(run),
+        "status": str(run.status),
+        "priority": run.priority,
+        # The private args of another version are not known here: show none.
+        "args": deployed.public_args(run.args) if deployed is not None else {},
+        "owner": run.owner.get_username() if run.owner is not None else None,
+        "schedule": run.schedule.name if run.schedule is not None else None,
+        "due": moment(run.due),
+        "created_at": moment(run.created_at),
+        "started_at": moment(run.started_at),
+        "finished_at": moment(run.finished_at),
+    }
+
+
+def owner_run(run: Run) -> dict[str, Any]:
+    """A run as its owner (or an operator) sees it: everything. Reads ``state`` too."""
+    state = run.state
+    return {
+        **guest_run(run),
+        "args": run.args,
+        "attempt": run.attempt,
+        "idempotency_key": run.idempotency_key,
+        "abort_requested": run.abort_requested_at is not None,
+        "retry_at": moment(run.retry_at),
+        "result": run.result,
+        "error_type": run.error_type,
+        "error_message": run.error_message,
+        "error_traceback": run.error_traceback,
+        "state": state.data if state is not None else None,
+        "state_revision": state.revision if state is not None else None,
+    }
+
+
+def run_views(run: Run) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both views of ``run``, computed once for every watcher of a change."""
+    return owner_run(run), guest_run(run)
+
+
+def run_for(user: User, run: Run) -> dict[str, Any]:
+    """``run`` in the view ``user`` gets: in full for its owner and operators."""
+    return owner_run(run) if sees_run_in_full(user, run) else guest_run(run)
+
+
+def document(document: Document) -> dict[str, Any]:
+    """An application document as its watchers see it."""
+    return {"key": document.key, "revision": document.revision, "data": document.data}
+
+
+def state(document: Document, run_id: object) -> dict[str, Any]:
+    """A run's state document as the run's full watchers see a change of it."""
+    return {"run": str(run_id), "revision": document.revision, "state": document.data}

@@ -1,0 +1,168 @@
+"""The console in a real browser (Debian's chromium) on a real server (``runjobs --http``).
+
+The overview and a run page follow runs the server's own worker executes, over the
+socket; the buttons work; the page's ANSI renderer says what the server's says; the run
+list and the overview fit a 1280 px window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from playwright.sync_api import Browser, expect
+
+from django_weft.console.ansi import to_html
+from django_weft.models import Run, RunStatus, Schedule
+from django_weft.operations import start
+from tests.browsers import admin_page, console_server, overflowing
+from tests.console.test_console_text import SAMPLES
+from tests.jobs import broken, build
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+OVERVIEW = "/admin/django_weft/overview/"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _orm_beside_playwright() -> Iterator[None]:
+    """Let the test's own ORM calls (and the database's teardown) run while playwright's
+    sync API holds an event loop in this thread: Django's documented switch for such
+    callers. The loop is playwright's and never touches the database."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        yield
+
+
+@pytest.fixture
+def server(transactional_db: None) -> Iterator[str]:
+    get_user_model().objects.create_superuser("root", "root@example.com", "root")
+    with console_server() as base:
+        yield base
+
+
+def count(status: str) -> str:
+    return f"#weft-counts .weft-count[data-status={status}]"
+
+
+def outcome(status: str) -> str:
+    return f"#weft-outcomes .weft-count[data-status={status}]"
+
+
+def test_console_browser_overview_updates_while_runs_start_and_fail(
+    browser: Browser, server: str
+) -> None:
+    """Without a reload, the overview counts a run as it starts and as it fails, and lists
+    the failure with its error."""
+    page = admin_page(browser, server, "root", OVERVIEW)
+    expect(page.locator("#weft-live")).to_have_text("live")
+    expect(page.locator(count("running"))).to_have_text("0")
+    expect(page.locator(outcome("failed"))).to_have_text("0")
+    start(build, {"steps": 60, "interval": 0.05, "fail": True})  # three seconds of running
+    expect(page.locator(count("running"))).to_have_text("1", timeout=10_000)
+    expect(page.locator(outcome("failed"))).to_have_text("1", timeout=10_000)
+    expect(page.locator(count("running"))).to_have_text("0")
+    expect(page.locator("#weft-failures")).to_contain_text("step 60 failed: exit status 1")
+    start(broken)
+    expect(page.locator(outcome("failed"))).to_have_text("2", timeout=10_000)
+    expect(page.locator("#weft-failures")).to_contain_text("broken has no rows to work on")
+
+
+def test_console_browser_run_page_follows_output_then_aborts_and_retries(
+    browser: Browser, server: str
+) -> None:
+    """The terminal grows with the run's output, in colour, keeping its tail in view; Abort
+    stops the run; Retry starts a new one with the same args, which runs too."""
+    run = start(build, {"steps": 2000, "interval": 0.02})
+    page = admin_page(browser, server, "root", f"/admin/django_weft/run/{run.pk}/change/")
+    terminal = page.locator("#weft-terminal")
+    expect(terminal).to_contain_text("step 5", timeout=10_000)
+    expect(page.locator("#weft-run-phase")).to_have_text("running")
+    expect(terminal).to_contain_text("step 150", timeout=15_000)
+    expect(terminal.locator("span.weft-fg-2").first).to_have_text("✔")
+    at_tail = (
+        "(t) => t.scrollHeight > t.clientHeight"
+        " && t.scrollHeight - t.scrollTop - t.clientHeight < 30"
+    )
+    assert terminal.evaluate(at_tail), "the terminal follows the tail"
+    page.click("button.weft-abort")
+    expect(page.locator(".messagelist")).to_contain_text(f"Abort requested for run {run.pk}")
+    expect(page.locator("#weft-run-phase")).to_have_text("aborted", timeout=10_000)
+    assert Run.objects.get(pk=run.pk).status == RunStatus.ABORTED
+    assert "step 2000" not in terminal.inner_text()
+
+    page.click("button.weft-retry")
+    expect(page.locator(".messagelist")).to_contain_text(f"Run {run.pk} retried as run")
+    retried = Run.objects.exclude(pk=run.pk).get()
+    assert retried.args == run.args
+    assert page.url.endswith(f"/admin/django_weft/run/{retried.pk}/change/")
+    expect(page.locator("#weft-terminal")).to_contain_text("step 3", timeout=10_000)
+    page.click("button.weft-abort")
+    expect(page.locator("#weft-run-phase")).to_have_text("aborted", timeout=10_000)
+
+
+def test_console_browser_run_list_updates_live(browser: Browser, server: str) -> None:
+    """A run shows in the list as a worker claims it, and its phase changes as it finishes,
+    without a reload; a run selected for an action holds the list still."""
+    page = admin_page(browser, server, "root", "/admin/django_weft/run/")
+    expect(page.locator("#weft-live")).to_have_text("live")
+    run = start(build, {"steps": 100, "interval": 0.05})  # five seconds of running
+    row = page.locator("#result_list tbody tr", has_text=str(run.pk)[:8])
+    expect(row.locator(".weft-phase")).to_have_text("running", timeout=10_000)
+    expect(row.locator(".weft-phase")).to_have_text("done", timeout=10_000)
+    row.locator("input.action-select").check()
+    expect(page.locator(".action-counter")).to_contain_text("1 of 1 selected")
+    second = start(build, {"steps": 1, "interval": 0})
+    expect(page.locator(".weft-list-note")).to_contain_text("once no run or action is selected")
+    assert page.locator("#result_list tbody tr", has_text=str(second.pk)[:8]).count() == 0
+    row.locator("input.action-select").uncheck()
+    page.select_option("select[name=action]", "")
+    third = start(build, {"steps": 1, "interval": 0})
+    expect(page.locator("#result_list tbody tr", has_text=str(third.pk)[:8])).to_have_count(
+        1, timeout=10_000
+    )
+    page.locator("#result_list tbody tr", has_text=str(third.pk)[:8]).locator(
+        "input.action-select"
+    ).check()
+    expect(page.locator(".action-counter")).to_contain_text("1 of 3 selected")
+
+
+def test_console_browser_renders_ansi_as_the_server_does(browser: Browser, server: str) -> None:
+    """The page's renderer (live updates) and the server's (first paint) agree exactly."""
+    page = admin_page(browser, server, "root", OVERVIEW)
+    rendered = page.evaluate("(samples) => samples.map(window.weftAnsi.toHtml)", SAMPLES)
+    assert rendered == [to_html(sample) for sample in SAMPLES]
+
+
+def test_console_browser_lists_fit_1280_px(browser: Browser, server: str) -> None:
+    """At 1280 px nothing is wider than the window and run ids stay on one line."""
+    Schedule.objects.create(
+        name="nightly digest for the whole newsroom",
+        job="content.digest",
+        cron="0 7 * * *",
+        timezone="America/Toronto",
+    )
+    Schedule.objects.create(name="every half hour", job="tests.noop", every=timedelta(minutes=30))
+    for _ in range(3):
+        start(build, {"steps": 1, "interval": 0})
+    start(broken)
+    waiting = start(build, {"steps": 10_000, "interval": 1})
+    Run.objects.filter(pk=waiting.pk).update(queue="reports-for-the-editors")
+    page = admin_page(browser, server, "root", "/admin/django_weft/run/")
+    for path in (
+        "/admin/django_weft/run/",
+        OVERVIEW,
+        f"/admin/django_weft/run/{waiting.pk}/change/",
+    ):
+        page.goto(f"{server}{path}")
+        page.wait_for_load_state("networkidle")
+        assert overflowing(page) == [], path
+    page.goto(f"{server}/admin/django_weft/run/")
+    # In one turn of the page's script: the list may be redrawn live between two calls.
+    lines = page.evaluate(
+        "() => [...document.querySelectorAll('#result_list .field-short_id code')]"
+        ".map((code) => code.getClientRects().length)"
+    )
+    assert lines == [1, 1, 1, 1, 1], "five runs, each id on one line"

@@ -1,0 +1,102 @@
+"""The claim: one statement, at most the limit, by priority then age, deployed jobs only."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from django_weft.engine.claiming import claim, deployed_pairs
+from django_weft.jobs.registry import registry
+from django_weft.models import Run, RunStatus, WorkerProcess
+from django_weft.operations import start
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def process() -> WorkerProcess:
+    now = timezone.now()
+    return WorkerProcess.objects.create(hostname="h", pid=1, started_at=now, last_beat=now)
+
+
+def deployed() -> tuple[tuple[str, int], ...]:
+    return deployed_pairs(registry)
+
+
+def test_claim_takes_at_most_the_limit_in_one_statement(process: WorkerProcess) -> None:
+    """Ten queued, a limit of four: four claimed, in one statement, none read again."""
+    runs = [start(registry.get("tests.noop")) for _ in range(10)]
+    with CaptureQueriesContext(connection) as queries:
+        claimed = claim(deployed(), limit=4, worker=process, now=timezone.now(), queues=None)
+    assert len(claimed) == 4
+    assert len(queries) == 1, [q["sql"] for q in queries]
+    assert [run.pk for run in claimed] == [run.pk for run in runs[:4]], "oldest first"
+    assert Run.objects.filter(status=RunStatus.RUNNING, worker=process).count() == 4
+    assert all(run.attempt == 1 and run.worker_id == process.pk for run in claimed)
+
+
+def test_claim_by_priority_then_age(process: WorkerProcess) -> None:
+    """Higher priority first (the job's or the start's), then the older run."""
+    noop = registry.get("tests.noop")
+    low = start(noop, priority=-5)
+    plain = start(noop)
+    urgent = start(noop, priority=50)
+    also_urgent = start(noop, priority=50)
+    claimed = claim(deployed(), limit=10, worker=process, now=timezone.now(), queues=None)
+    assert [run.pk for run in claimed] == [urgent.pk, also_urgent.pk, plain.pk, low.pk]
+
+
+@pytest.mark.parametrize("priority", [101, -101, 1.5, True])
+def test_start_refuses_a_priority_out_of_range(priority: object) -> None:
+    """A priority outside -100..100 is refused with a message naming it; nothing is written."""
+    with pytest.raises(ValueError, match="priority must be a whole number from -100 to 100"):
+        start(registry.get("tests.noop"), priority=priority)  # type: ignore[arg-type]
+    assert not Run.objects.exists()
+
+
+def test_claim_skips_blocked_runs_other_queues_and_waiting_retries(
+    process: WorkerProcess,
+) -> None:
+    """Runs of other versions, other queues, or whose retry is not due are left queued."""
+    now = timezone.now()
+    Run.objects.create(job="tests.noop", job_version=9, created_at=now - timedelta(hours=1))
+    Run.objects.create(job="tests.noop", queue="reports", created_at=now - timedelta(minutes=30))
+    waiting = start(registry.get("tests.noop"))
+    Run.objects.filter(pk=waiting.pk).update(retry_at=now + timedelta(minutes=1))
+    ready = start(registry.get("tests.noop"))
+    claimed = claim(deployed(), limit=10, worker=process, now=now, queues=["default"])
+    assert [run.pk for run in claimed] == [ready.pk]
+    later = claim(deployed(), limit=10, worker=process, now=now + timedelta(minutes=2), queues=None)
+    assert sorted(str(run.pk) for run in later) == sorted(
+        str(pk)
+        for pk in Run.objects.filter(job_version=1, status=RunStatus.RUNNING)
+        .exclude(pk=ready.pk)
+        .values_list("pk", flat=True)
+    )
+    assert Run.objects.get(job_version=9).status == RunStatus.QUEUED
+
+
+def test_claim_of_a_big_backlog_stays_one_statement_per_batch(process: WorkerProcess) -> None:
+    """With a thousand queued, each claim of four is still one statement taking four."""
+    noop = registry.get("tests.noop")
+    Run.objects.bulk_create(
+        Run(job=noop.name, created_at=timezone.now() - timedelta(seconds=n)) for n in range(1000)
+    )
+    for _ in range(3):
+        with CaptureQueriesContext(connection) as queries:
+            assert (
+                len(claim(deployed(), limit=4, worker=process, now=timezone.now(), queues=None))
+                == 4
+            )
+        assert len(queries) == 1
+    assert Run.objects.filter(status=RunStatus.RUNNING).count() == 12
+
+
+def test_claim_with_nothing_deployed_claims_nothing(process: WorkerProcess) -> None:
+    """A worker whose code has none of the queued runs' jobs claims nothing."""
+    start(registry.get("tests.noop"))
+    assert claim((), limit=4, worker=process, now=timezone.now(), queues=None) == []

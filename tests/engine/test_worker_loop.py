@@ -1,0 +1,56 @@
+"""The worker loop's fairness: firing never starves executing, nor executing firing."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from django_weft.engine.worker import Worker
+from django_weft.jobs.registry import registry
+from django_weft.models import Run, RunStatus, Schedule
+from django_weft.operations import start
+from django_weft.testing import DrivenClock
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def due_one_offs(clock: DrivenClock, count: int) -> None:
+    """``count`` one-offs already armed and due, as rows saved in advance would be."""
+    now = clock.now()
+    Schedule.objects.bulk_create(
+        Schedule(
+            name=f"due {n}",
+            job="tests.noop",
+            at=now - timedelta(seconds=n),
+            armed=True,
+            next_due=now - timedelta(seconds=n),
+        )
+        for n in range(count)
+    )
+
+
+def test_a_round_fires_one_batch_then_executes(clock: DrivenClock, worker: Worker) -> None:
+    """A backlog of due fires does not hold runs back: each round fires a batch and
+    claims what its free slots take."""
+    due_one_offs(clock, 250)
+    worker.start()
+    worker.tick()
+    assert Run.objects.count() == worker.scheduler.batch_size, "one batch of fires per round"
+    assert Run.objects.filter(status=RunStatus.DONE).count() == worker.executor.concurrency
+    worker.tick()
+    assert Run.objects.count() == 2 * worker.scheduler.batch_size
+    assert Run.objects.filter(status=RunStatus.DONE).count() == 2 * worker.executor.concurrency
+
+
+def test_a_long_queue_does_not_hold_a_fire_back(clock: DrivenClock, worker: Worker) -> None:
+    """With runs queued far beyond the free slots, a due schedule still fires this round."""
+    noop = registry.get("tests.noop")
+    for _ in range(40):
+        start(noop)
+    due_one_offs(clock, 1)
+    worker.start()
+    worker.tick()
+    fired = Schedule.objects.get(name="due 0")
+    assert Run.objects.filter(schedule=fired).exists()
+    assert Run.objects.filter(status=RunStatus.QUEUED).count() > 0, "the queue is still long"

@@ -1,0 +1,275 @@
+"""The start and finish transactions of a run, and what happens between them."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connections
+from django.utils import timezone
+
+from django_weft.engine.finishing import finish
+from django_weft.engine.worker import Worker
+from django_weft.exceptions import (
+    ConcurrencyLimitReached,
+    IdempotencyKeyReused,
+    InvalidArgs,
+)
+from django_weft.jobs.registry import registry
+from django_weft.live.changes import Changes
+from django_weft.live.projections import phase
+from django_weft.models import Document, Run, RunStatus
+from django_weft.operations import abort, change_document, open_document, start
+from example_project.shell.jobs import shell
+from tests.processes import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def execute_all() -> None:
+    """Run every queued run to its end in this thread."""
+    Worker(executor="django_weft.engine.executors.InlineExecutor").run(once=True)
+
+
+def concurrently(count: int, call: Callable[[], Any]) -> list[Any]:
+    """Call ``call`` from ``count`` threads released at the same moment."""
+    barrier = threading.Barrier(count)
+    results: list[Any] = [None] * count
+
+    def target(index: int) -> None:
+        try:
+            barrier.wait()
+            results[index] = call()
+        except Exception as error:
+            results[index] = error
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return results
+
+
+def test_start_invalid_args_names_the_field_and_writes_nothing() -> None:
+    """Args that fail the serializer raise InvalidArgs naming each field; no row is written."""
+    with pytest.raises(InvalidArgs) as error:
+        start(shell, {"command": "", "lines": -1, "extra": True})
+    assert set(error.value.errors) == {"command", "lines", "extra"}
+    assert "shell.run" in str(error.value)
+    assert not Run.objects.exists()
+    assert not Document.objects.exists()
+
+
+def test_start_returns_the_run_at_once_with_its_state_document() -> None:
+    """A start commits a queued run and its state document with the initial value."""
+    run = start(shell, {"command": "ls", "lines": 1})
+    stored = Run.objects.select_related("state").get(pk=run.pk)
+    assert stored.status == RunStatus.QUEUED
+    assert stored.args == {"command": "ls", "lines": 1}
+    assert stored.state is not None
+    assert (stored.state.key, stored.state.schema, stored.state.data) == (
+        f"run:{run.pk}",
+        "shell.state",
+        {"output": ""},
+    )
+
+
+def test_start_same_key_returns_the_existing_run() -> None:
+    """An idempotency key returns the run it first made, also once it has finished."""
+    first = start(registry.get("tests.noop"), key="k")
+    execute_all()
+    again = start(registry.get("tests.noop"), key="k")
+    assert again.pk == first.pk
+    assert Run.objects.count() == 1
+
+
+def test_start_same_key_other_args_is_refused() -> None:
+    """A key sent again with different args is refused instead of returning the wrong run."""
+    start(shell, {"command": "ls", "lines": 1}, key="k")
+    with pytest.raises(IdempotencyKeyReused, match='idempotency key "k"'):
+        start(shell, {"command": "rm -rf /", "lines": 1}, key="k")
+    assert Run.objects.count() == 1
+
+
+def test_start_concurrent_same_key_makes_one_run() -> None:
+    """Two starts racing with one key get the same run; the database holds one."""
+    job = registry.get("tests.sleep")
+    results = concurrently(4, lambda: start(job, {"seconds": 0}, key="race").pk)
+    assert all(not isinstance(r, Exception) for r in results), results
+    assert len(set(results)) == 1
+    assert Run.objects.count() == 1
+
+
+def test_start_concurrent_starts_respect_the_concurrency_limit() -> None:
+    """Racing starts of a one-at-a-time job: one run, the others refused by the limit."""
+    results = concurrently(4, lambda: start(shell, {"command": "ls", "lines": 1}))
+    runs = [r for r in results if isinstance(r, Run)]
+    refused = [r for r in results if isinstance(r, ConcurrencyLimitReached)]
+    assert (len(runs), len(refused)) == (1, 3), results
+    assert Run.objects.count() == 1
+
+
+def test_start_concurrency_key_limits_per_owner() -> None:
+    """A concurrency key makes the limit per owner: one each, a second for one owner refused."""
+    users = get_user_model().objects
+    alice, bob = users.create_user("alice"), users.create_user("bob")
+    job = registry.get("tests.one_per_owner")
+    start(job, {"label": "a"}, owner=alice)
+    start(job, {"label": "b"}, owner=bob)
+    with pytest.raises(ConcurrencyLimitReached, match='for key "user:'):
+        start(job, {"label": "a2"}, owner=alice)
+    assert Run.objects.count() == 2
+
+
+def test_start_allowed_again_once_the_run_finished() -> None:
+    """The concurrency limit counts unfinished runs only."""
+    start(shell, {"command": "ls", "lines": 0})
+    execute_all()
+    start(shell, {"command": "ls", "lines": 0})
+    assert Run.objects.count() == 3  # two shells and the notify the first one chained
+
+
+def test_async_job_runs_to_done() -> None:
+    """An ``async def`` job runs, changes its state and returns its result."""
+    run = start(registry.get("tests.async_sum"), {"seconds": 0.01})
+    execute_all()
+    done = Run.objects.select_related("state").get(pk=run.pk)
+    assert done.status == RunStatus.DONE
+    assert done.result == 1
+    assert done.state is not None
+    assert done.state.data == {"steps": 1}
+
+
+def test_run_receives_attempt_and_no_transaction() -> None:
+    """The run step executes outside any transaction and sees its attempt number."""
+    run = start(registry.get("tests.noop"))
+    execute_all()
+    assert Run.objects.get(pk=run.pk).attempt == 1
+
+
+def test_finish_hook_commits_with_the_outcome() -> None:
+    """A finish hook's document change and chained start commit with the outcome."""
+    run = start(registry.get("tests.chain"), {"fail": False})
+    execute_all()
+    assert Run.objects.get(pk=run.pk).status == RunStatus.DONE
+    assert Document.objects.get(key="tests:chain").data == {"finishes": 1}
+    assert Run.objects.filter(job="tests.noop", status=RunStatus.DONE).count() == 1
+
+
+def test_finish_hook_that_raises_rolls_back_everything_it_did() -> None:
+    """A hook that raises after starting a job leaves no job and no change, and says so."""
+    run = start(registry.get("tests.chain"), {"fail": True})
+    execute_all()
+    failed = Run.objects.get(pk=run.pk)
+    assert failed.status == RunStatus.FAILED
+    assert failed.error_type == "ValueError"
+    assert failed.error_message == "finish hook failed: ValueError: the finish hook broke"
+    assert not Run.objects.filter(job="tests.noop").exists()
+    assert not Document.objects.filter(key="tests:chain").exists()
+
+
+def test_finish_happens_once() -> None:
+    """A second finish of the same run changes nothing and its hook does not run again."""
+    run = start(registry.get("tests.watched_sleep"), {"seconds": 0})
+    now = timezone.now()
+    assert finish(run.pk, RunStatus.LOST, now=now, changes=Changes()) is not None
+    assert finish(run.pk, RunStatus.DONE, now=now, changes=Changes()) is None
+    assert Run.objects.get(pk=run.pk).status == RunStatus.LOST
+    assert Document.objects.get(key=f"tests:finishes:{run.pk}").data["count"] == 1
+
+
+def test_abort_of_a_queued_run_finishes_it_at_once() -> None:
+    """A run no worker has claimed is aborted without waiting for one."""
+    run = start(shell, {"command": "ls", "lines": 1})
+    assert abort(run)
+    aborted = Run.objects.get(pk=run.pk)
+    assert aborted.status == RunStatus.ABORTED
+    assert aborted.abort_requested_at is not None
+    assert not abort(aborted), "aborting a finished run is refused"
+
+
+def test_abort_stops_a_running_run_at_its_next_sleep(running_worker: Worker) -> None:
+    """An abort is a request: the run raises at its next sleep and finishes aborted."""
+    run = start(registry.get("tests.watched_sleep"), {"seconds": 600})
+    wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
+    assert abort(run)
+    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the abort", timeout=10)
+    assert Run.objects.get(pk=run.pk).status == RunStatus.ABORTED
+    assert Document.objects.get(key=f"tests:finishes:{run.pk}").data["kinds"] == ["aborted"]
+
+
+def test_blocked_run_is_not_executed_and_can_be_aborted() -> None:
+    """A run of a job version not deployed here is blocked: never claimed, args never decoded."""
+    blocked = Run.objects.create(
+        job="shell.run",
+        job_version=99,
+        args={"from": "an older release"},
+        created_at=timezone.now(),
+    )
+    unknown = Run.objects.create(job="gone.job", args={}, created_at=timezone.now())
+    execute_all()
+    for run in (blocked, unknown):
+        run.refresh_from_db()
+        assert run.status == RunStatus.QUEUED
+        assert phase(run) == "blocked"
+        assert run.attempt == 0
+    assert abort(blocked)
+    assert Run.objects.get(pk=blocked.pk).status == RunStatus.ABORTED
+
+
+def test_document_concurrent_changes_lose_no_update() -> None:
+    """Two writers changing one document: every change lands, the revision counts them."""
+    document = open_document("tests:counter", schema="tests.counter", initial=lambda: {"n": 0})
+
+    def bump_ten() -> None:
+        mine = Document.objects.get(pk=document.pk)
+        for _ in range(10):
+            change_document(mine, lambda data: data.__setitem__("n", data["n"] + 1))
+
+    results = concurrently(2, bump_ten)
+    assert results == [None, None]
+    document.refresh_from_db()
+    assert document.data == {"n": 20}
+    assert document.revision == 20
+
+
+def test_run_returning_non_json_fails_with_a_clear_error() -> None:
+    """A result JSON cannot hold fails the run with a message, instead of leaving it running."""
+    run = start(registry.get("tests.returns_a_moment"))
+    execute_all()
+    failed = Run.objects.get(pk=run.pk)
+    assert (failed.status, failed.error_type) == (RunStatus.FAILED, "InvalidResult")
+    assert "not JSON" in failed.error_message
+
+
+def test_run_that_swallows_the_abort_is_still_aborted(running_worker: Worker) -> None:
+    """A job that catches RunAborted and returns is finished aborted, on every database."""
+    run = start(registry.get("tests.swallows_abort"), {"seconds": 600})
+    wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
+    abort(run)
+    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the abort")
+    assert Run.objects.get(pk=run.pk).status == RunStatus.ABORTED
+
+
+def test_run_that_never_checks_finishes_done_despite_an_abort_request() -> None:
+    """An abort is a request: a run that never sleeps or checks completes as done."""
+    run = start(registry.get("tests.spin"), {"seconds": 0})
+    Run.objects.filter(pk=run.pk).update(abort_requested_at=timezone.now())
+    execute_all()
+    assert Run.objects.get(pk=run.pk).status == RunStatus.DONE
+
+
+def test_run_end_flushes_a_throttle_the_job_did_not_stop() -> None:
+    """A throttled write still pending when the job returns reaches the final state."""
+    run = start(registry.get("tests.forgets_to_flush"))
+    execute_all()
+    done = Run.objects.select_related("state").get(pk=run.pk)
+    assert done.status == RunStatus.DONE
+    assert done.state is not None
+    assert done.state.data == {"text": "first\nlast\n"}
