@@ -1,5 +1,15 @@
+import importlib
+
 from django.apps import AppConfig
 from django.utils.module_loading import autodiscover_modules
+
+from django_weft import checks  # noqa: F401  (its @register decorators register the checks)
+
+PACKAGE_JOB_MODULES = ("django_weft.sandbox.jobs",)
+"""Job modules of the package itself, loaded like every app's (``weft.module``, ...).
+
+They import models, so they load in :meth:`WeftConfig.ready`, once the models are.
+"""
 
 
 class WeftConfig(AppConfig):
@@ -15,7 +25,6 @@ class WeftConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django_weft import checks  # noqa: F401  (registers the checks)
-        from django_weft.sandbox import jobs  # noqa: F401  (registers weft.module)
-
+        for module in PACKAGE_JOB_MODULES:
+            importlib.import_module(module)
         autodiscover_modules("jobs")

@@ -36,17 +36,17 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
     messages: list[CheckMessage] = []
     messages += _import_subclass(
         "WEFT_CLOCK",
-        weft_settings._get("WEFT_CLOCK"),
+        weft_settings.raw("WEFT_CLOCK"),
         "django_weft.timing.clocks.Clock",
         "django_weft.E001",
     )
     messages += _import_subclass(
         "WEFT_EXECUTOR",
-        weft_settings._get("WEFT_EXECUTOR"),
+        weft_settings.raw("WEFT_EXECUTOR"),
         "django_weft.engine.executors.Executor",
         "django_weft.E002",
     )
-    concurrency = weft_settings._get("WEFT_CONCURRENCY")
+    concurrency = weft_settings.raw("WEFT_CONCURRENCY")
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
         messages.append(
             Error(
@@ -55,7 +55,7 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
             )
         )
     for name in ("WEFT_GRACE", "WEFT_CATCH_UP_WINDOW"):
-        value = weft_settings._get(name)
+        value = weft_settings.raw(name)
         if not isinstance(value, timedelta) or value < timedelta(0):
             messages.append(
                 Error(
@@ -72,7 +72,7 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
         "WEFT_ABORT_POLL_INTERVAL",
         "WEFT_TIMEOUT_GRACE",
     ):
-        value = weft_settings._get(name)
+        value = weft_settings.raw(name)
         if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
             seconds_ok = False
             messages.append(
@@ -110,7 +110,7 @@ def _check_live_settings() -> list[CheckMessage]:
         ("WEFT_LIVE_SNAPSHOT_LIMIT", 1),
         ("WEFT_LIVE_MAX_SUBSCRIPTIONS", 1),
     ):
-        value = weft_settings._get(name)
+        value = weft_settings.raw(name)
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
             messages.append(
                 Error(
@@ -118,7 +118,7 @@ def _check_live_settings() -> list[CheckMessage]:
                     id="django_weft.E007",
                 )
             )
-    path = weft_settings._get("WEFT_DOCUMENT_ACCESS")
+    path = weft_settings.raw("WEFT_DOCUMENT_ACCESS")
     try:
         policy = import_string(path) if isinstance(path, str) else None
     except ImportError as error:
@@ -143,7 +143,7 @@ def _check_live_settings() -> list[CheckMessage]:
 def _check_prune_settings() -> list[CheckMessage]:
     messages: list[CheckMessage] = []
     for name, optional in (("WEFT_PRUNE_AFTER", True), ("WEFT_PRUNE_INTERVAL", False)):
-        value = weft_settings._get(name)
+        value = weft_settings.raw(name)
         if value is None and optional:
             continue
         if not isinstance(value, timedelta) or value <= timedelta(0):
@@ -151,7 +151,7 @@ def _check_prune_settings() -> list[CheckMessage]:
             messages.append(
                 Error(f"{name} must be {allowed}, not {value!r}.", id="django_weft.E010")
             )
-    size = weft_settings._get("WEFT_PRUNE_BATCH_SIZE")
+    size = weft_settings.raw("WEFT_PRUNE_BATCH_SIZE")
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
         messages.append(
             Error(
@@ -232,11 +232,11 @@ def check_sandbox_settings(
 ) -> list[CheckMessage]:
     messages = _import_subclass(
         "WEFT_SANDBOX_RUNNER",
-        weft_settings._get("WEFT_SANDBOX_RUNNER"),
+        weft_settings.raw("WEFT_SANDBOX_RUNNER"),
         "django_weft.sandbox.runner.Runner",
         "django_weft.E020",
     )
-    imports = weft_settings._get("WEFT_SANDBOX_IMPORTS")
+    imports = weft_settings.raw("WEFT_SANDBOX_IMPORTS")
     if not _names(imports) or not all(MODULE_PATH.match(name) for name in imports):
         messages.append(
             Error(
@@ -245,7 +245,7 @@ def check_sandbox_settings(
                 id="django_weft.E021",
             )
         )
-    layers = weft_settings._get("WEFT_SANDBOX_LAYERS")
+    layers = weft_settings.raw("WEFT_SANDBOX_LAYERS")
     if not _names(layers) or not set(layers) <= set(OPTIONAL_LAYERS):
         messages.append(
             Error(
@@ -267,7 +267,7 @@ def _names(value: Any) -> bool:
 
 
 def _check_required_layers(layers: Any) -> list[CheckMessage]:
-    required = weft_settings._get("WEFT_SANDBOX_REQUIRED_LAYERS")
+    required = weft_settings.raw("WEFT_SANDBOX_REQUIRED_LAYERS")
     known = (*MANDATORY_LAYERS, *OPTIONAL_LAYERS)
     if not _names(required) or not set(required) <= set(known):
         return [
@@ -294,7 +294,7 @@ def _check_required_layers(layers: Any) -> list[CheckMessage]:
 
 def _check_sandbox_numbers() -> list[CheckMessage]:
     messages: list[CheckMessage] = []
-    cpu = weft_settings._get("WEFT_SANDBOX_CPU_SECONDS")
+    cpu = weft_settings.raw("WEFT_SANDBOX_CPU_SECONDS")
     cpu_ok = _whole(cpu, 1)
     if not cpu_ok:
         messages.append(
@@ -304,7 +304,7 @@ def _check_sandbox_numbers() -> list[CheckMessage]:
                 id="django_weft.E024",
             )
         )
-    wall = weft_settings._get("WEFT_SANDBOX_WALL_SECONDS")
+    wall = weft_settings.raw("WEFT_SANDBOX_WALL_SECONDS")
     if not isinstance(wall, int | float) or isinstance(wall, bool) or wall <= 0:
         messages.append(
             Error(
@@ -326,7 +326,7 @@ def _check_sandbox_numbers() -> list[CheckMessage]:
         ("WEFT_SANDBOX_MAX_OUTPUT_BYTES", 0, "django_weft.E028"),
         ("WEFT_SANDBOX_POOL_SIZE", 0, "django_weft.E029"),
     ):
-        value = weft_settings._get(name)
+        value = weft_settings.raw(name)
         if not _whole(value, least):
             messages.append(
                 Error(

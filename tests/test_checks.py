@@ -44,7 +44,7 @@ def test_checks_default_settings() -> None:
 @override_settings()
 def test_checks_unset_settings() -> None:
     """With no WEFT_* setting at all, the defaults pass every check."""
-    for name in WeftSettings.defaults:
+    for name in WeftSettings.declared():
         if hasattr(settings, name):
             delattr(settings, name)
     assert weft_messages() == []
