@@ -10,9 +10,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from django_weft.jobs.context import RunContext
-from django_weft.jobs.registry import job
-from django_weft.operations import change_document, open_document
+from django_weft import RunContext, change_document, job, open_document
 
 LEDGER = "content:ledger"
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django_weft import change_document
 from django_weft.models import Run, RunStatus
-from django_weft.operations import change_document
 from example_project.content.jobs import ledger_document
 
 DAILY_REPORT = "report/daily"

@@ -13,10 +13,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from django_weft.jobs.context import RunContext
-from django_weft.jobs.outcomes import FinishContext, Outcome
-from django_weft.jobs.output import OutputBuffer
-from django_weft.jobs.registry import StateSpec, job
+from django_weft import FinishContext, Outcome, OutputBuffer, RunContext, StateSpec, job
 from django_weft.models import Document
 
 ENTRIES = "shell:entries"
