@@ -3,8 +3,8 @@
 The page views (:mod:`django_weft.console.runs`, :mod:`django_weft.console.overview_page`)
 check nothing themselves and decide nothing: they hand the request's user here, and
 what a user sees of a run is the view :mod:`django_weft.access` gives them (the guest
-view leaves out args their job marks private, the output, the result and the errors). Actions go through
-:mod:`django_weft.operations`.
+view leaves out args their job marks private, the output, the result and the errors).
+Actions go through :mod:`django_weft.operations`.
 """
 
 from __future__ import annotations

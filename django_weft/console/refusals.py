@@ -101,6 +101,10 @@ def refusing_form(request: HttpRequest, form_class: type[FormT]) -> type[FormT]:
 def add_refusal(form: forms.BaseForm, refusal: Refusal) -> None:
     """Put ``refusal`` on ``form``: each field it names on that field ("args.text" on
     args, naming text), the others and the refusal without fields above the form."""
+    if isinstance(refusal, ValidationError) and not hasattr(refusal, "error_dict"):
+        # A list of messages names no field (describe_refusal reads only a dict of them).
+        form.add_error(None, [_sentence(text) for text in refusal.messages])
+        return
     _, message, fields = operations.describe_refusal(refusal)
     if not fields:
         form.add_error(None, _sentence(message))

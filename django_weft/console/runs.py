@@ -95,6 +95,8 @@ class RunAdmin(RunAdminBase):
 
     @admin.display(description="duration")
     def length(self, run: Run) -> str:
+        """How long the run ran, or has run so far: to the process's one clock (a driven
+        clock gives every row the same now; the machine's, rows microseconds apart)."""
         length = formatting.run_length(run.started_at, run.finished_at, clocks.now())
         return formatting.duration(length)
 
