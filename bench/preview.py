@@ -55,9 +55,10 @@ def main() -> None:
     )
     from django.core.management import call_command
 
+    from django_weft.engine.previews import enabled_schedules
     from django_weft.models import Schedule
     from django_weft.timing.cron import CronPlan
-    from django_weft.timing.preview import enabled_schedules, preview
+    from django_weft.timing.preview import preview
 
     rng = random.Random(1)
     period = timedelta(days=7)

@@ -3,9 +3,10 @@
 :func:`read_overview` asks the database seven questions, whatever the number of runs,
 queues, workers or schedules: the unfinished runs grouped by queue, status and job
 version; the runs finished over the last day grouped by minute and status; the paused
-queues; the live workers; what they run; the schedules due within the hour (planned by
-:mod:`django_weft.timing.preview`); the latest failures. ``now`` is handed in (the project's
-clock, as for the schedules' next fires), so the figures can be tested at any moment.
+queues; the live workers; what they run; the schedules due within the hour (read by
+:mod:`django_weft.engine.previews`, planned by :mod:`django_weft.timing.preview`); the
+latest failures. ``now`` is handed in (the project's clock, as for the schedules' next
+fires), so the figures can be tested at any moment.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Min
 from django.db.models.functions import TruncMinute
 
 from django_weft.conf import weft_settings
+from django_weft.engine.previews import enabled_schedules
 from django_weft.jobs.registry import registry
-from django_weft.models import PausedQueue, Run, RunStatus, Schedule, WorkerProcess
-from django_weft.timing.preview import PREVIEW_FIELDS, PreviewLine, preview
+from django_weft.models import PausedQueue, Run, RunStatus, WorkerProcess
+from django_weft.timing.preview import PreviewLine, preview
 
 #: Outcomes counted as failures on the charts and in the list of recent failures.
 FAILURES = (RunStatus.FAILED, RunStatus.LOST)
@@ -247,12 +249,7 @@ def _fires(now: datetime) -> list[PreviewLine]:
     Only rows due within the hour, or not armed yet, are read: the cost stays that of the
     coming fires, not of every schedule.
     """
-    rows = (
-        Schedule.objects.filter(enabled=True)
-        .filter(Q(next_due__isnull=True) | Q(next_due__lte=now + HOUR))
-        .only(*PREVIEW_FIELDS)
-        .order_by("name")
-    )
+    rows = enabled_schedules(due_by=now + HOUR)
     return [line for line in preview(now, HOUR, rows) if line.fires or line.note == "error"]
 
 

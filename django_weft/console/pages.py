@@ -1,10 +1,10 @@
 """What the console's pages show: template contexts built from the overview and a run.
 
-The admin's views (``django_weft/admin.py``) check nothing themselves and decide
-nothing: they hand the request's user here, and what a user sees of a run is the view
-:mod:`django_weft.access` gives them (the guest view leaves out args their job marks
-private, the output, the result and the errors). Actions go through
-:mod:`django_weft.operations`.
+The page views (:mod:`django_weft.console.runs`, :mod:`django_weft.console.overview_page`)
+check nothing themselves and decide nothing: they hand the request's user here, and
+what a user sees of a run is the view :mod:`django_weft.access` gives them (the guest
+view leaves out args their job marks private, the output, the result and the errors).
+Actions go through :mod:`django_weft.operations`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The schedule form's inputs: a searchable job and zone, and the args as a form of their own.
+"""The schedule form and its inputs: a searchable job and zone, the args as a form of their own.
 
 The job and the zone are text inputs with a ``<datalist>`` (the browser's own search, no
 script): the jobs of the registry, the zones of the tz database. The args become one
@@ -16,7 +16,7 @@ import inspect
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from zoneinfo import available_timezones
 
 from django import forms
@@ -24,8 +24,16 @@ from django.core.exceptions import ValidationError
 from rest_framework import serializers
 
 from django_weft.console import formatting
+from django_weft.engine.schedules import validate_job_args
 from django_weft.exceptions import UnknownJob
 from django_weft.jobs.registry import Job, NoArgs, registry
+from django_weft.models import Schedule
+
+if TYPE_CHECKING:
+    ScheduleFormBase = forms.ModelForm[Schedule]
+else:
+    # ModelForm is generic only to the type checker.
+    ScheduleFormBase = forms.ModelForm
 
 
 class DatalistInput(forms.TextInput):
@@ -304,3 +312,36 @@ def _read(text: str, kind: str) -> Any:
         except ValueError as error:
             raise ValueError(f"not valid JSON ({error}).") from None
     return text
+
+
+# -- the form -----------------------------------------------------------------------------------
+
+
+class ScheduleForm(ScheduleFormBase):
+    """Refuses what the deployed code cannot run: an unknown job, args that fail its
+    serializer (the model itself checks the plan). The job and the zone are searched as
+    they are typed; the args are a form of the job's own (the inputs above)."""
+
+    args = ArgsField(help_text="The job's args.")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "job" in self.fields:
+            self.fields["job"].widget = DatalistInput(job_options(), {"class": "vTextField"})
+        if "timezone" in self.fields:
+            self.fields["timezone"].widget = DatalistInput(zone_options(), {"class": "vTextField"})
+        if "args" in self.fields:
+            job = self.data.get(self.add_prefix("job")) if self.is_bound else None
+            if job is None:
+                job = self.initial.get("job") or self.instance.job
+            cast(ArgsField, self.fields["args"]).use_job(str(job or ""))
+
+    def clean(self) -> dict[str, Any]:
+        cleaned: dict[str, Any] = super().clean() or {}
+        if "job" in cleaned and "args" in cleaned:
+            try:
+                cleaned["args"] = validate_job_args(cleaned["job"], cleaned["args"])
+            except ValidationError as error:
+                for field, messages in error.message_dict.items():
+                    self.add_error(field if field in self.fields else None, messages)
+        return cleaned

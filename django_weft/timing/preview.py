@@ -1,4 +1,9 @@
-"""The preview: what every enabled schedule will fire over a period, without firing it."""
+"""The preview: what every enabled schedule will fire over a period, without firing it.
+
+Pure: it plans the rows it is handed (anything shaped like :class:`PlannedRow`; a
+stored ``Schedule`` is one) and never reads the database or the clock. Reading the
+stored schedules is :mod:`django_weft.engine.previews`.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,10 @@ from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
-from django_weft.models import Schedule
 from django_weft.timing.cron import CronError, CronPlan, Fire, zone_from_name
+from django_weft.timing.plans import Plan
 from django_weft.timing.wording import dst_note
 
 _DURATION = re.compile(r"([0-9]+)([wdhms])")
@@ -64,6 +69,44 @@ def _amount(amount: int, unit: str) -> str:
     return f"{amount} {unit if amount != 1 else unit[:-1]}"
 
 
+class PlannedRow(Protocol):
+    """What the preview reads of a schedule: its name, its plan and how to plan it.
+
+    A stored ``Schedule`` is one; so is any object with these attributes and methods,
+    which lets the preview plan rows that were never saved.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def cron(self) -> str: ...
+
+    @property
+    def timezone(self) -> str: ...
+
+    @property
+    def at(self) -> datetime | None: ...
+
+    @property
+    def on_gap(self) -> str: ...
+
+    @property
+    def on_fold(self) -> str: ...
+
+    def timezone_name(self) -> str:
+        """The zone the row is planned in ("UTC" when it names none)."""
+        ...
+
+    def plan(self, origin: datetime) -> Plan:
+        """The row's plan; ``origin`` anchors an interval that is not armed yet."""
+        ...
+
+    def first_due(self, now: datetime) -> datetime | None:
+        """The slot the row, armed at ``now``, waits for; None for a one-off that is done."""
+        ...
+
+
 #: The notes of lines that are listed but do not fire.
 _NOT_FIRES = ("skipped", "error")
 
@@ -92,7 +135,9 @@ class PreviewLine(NamedTuple):
         )
 
 
-def preview(since: datetime, period: timedelta, schedules: Iterable[Schedule]) -> list[PreviewLine]:
+def preview(
+    since: datetime, period: timedelta, schedules: Iterable[PlannedRow]
+) -> list[PreviewLine]:
     """Every fire in ``(since, since + period]`` in time order; DST-moved ones are marked.
 
     An armed interval keeps its grid; a one-off that is overdue and has not run is
@@ -162,7 +207,7 @@ def _cron_slot(plan: CronPlan, fire: Fire) -> tuple[Fire, str, str]:
 _END_OF_TIME = datetime.max.replace(tzinfo=UTC)
 
 
-def upcoming(row: Schedule, since: datetime, count: int) -> list[PreviewLine]:
+def upcoming(row: PlannedRow, since: datetime, count: int) -> list[PreviewLine]:
     """The next ``count`` fires of one schedule after ``since``, as the preview lines them.
 
     The admin's "next fires": DST-skipped slots among them are listed too (they do not
@@ -231,40 +276,3 @@ def header(
         f"from {since.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
         + (f" ({'; '.join(remarks)})" if remarks else "")
     )
-
-
-#: What preview() reads of a row. Loading only these makes reading 10,000 rows a good
-#: part quicker (no args to decode, no bookkeeping fields to convert).
-PREVIEW_FIELDS = (
-    "name",
-    "enabled",
-    "cron",
-    "timezone",
-    "every",
-    "at",
-    "on_gap",
-    "on_fold",
-    "armed",
-    "next_due",
-    "last_started",
-)
-
-
-def enabled_schedules(
-    *, jobs: Collection[str] | None = None, names: Collection[str] | None = None
-) -> list[Schedule]:
-    """The enabled schedules in name order; with ``jobs`` or ``names``, only those.
-
-    Rows come with only the fields the preview reads (``PREVIEW_FIELDS``).
-    """
-    rows = Schedule.objects.filter(enabled=True).only(*PREVIEW_FIELDS)
-    if jobs:
-        rows = rows.filter(job__in=jobs)
-    if names:
-        rows = rows.filter(name__in=names)
-    return list(rows.order_by("name"))
-
-
-def schedules_enabled(names: Collection[str]) -> dict[str, bool]:
-    """Whether each of the named schedules is enabled; names no schedule has are left out."""
-    return dict(Schedule.objects.filter(name__in=names).values_list("name", "enabled"))

@@ -10,9 +10,12 @@ clock, DST-moved fires marked. Expected instants are tz facts: Toronto springs f
 
 from __future__ import annotations
 
+import ast
 import threading
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from io import StringIO
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -20,13 +23,17 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
+from django_weft.engine.previews import enabled_schedules
 from django_weft.engine.scheduler import Scheduler
 from django_weft.models import Run, Schedule, WorkerProcess
+from django_weft.timing import preview as preview_module
 from django_weft.timing.clocks import Clock
+from django_weft.timing.cron import CronPlan
+from django_weft.timing.plans import AtPlan, EveryPlan, Plan
 from django_weft.timing.preview import (
     Period,
+    PlannedRow,
     PreviewLine,
-    enabled_schedules,
     parse_period,
     preview,
     upcoming,
@@ -351,14 +358,6 @@ def test_preview_time_order_across_schedules() -> None:
 
 
 @pytest.mark.django_db
-def test_enabled_schedules_disabled_row() -> None:
-    """A disabled schedule is not part of the preview."""
-    schedule("on", every=timedelta(hours=1))
-    schedule("off", every=timedelta(hours=1), enabled=False)
-    assert [row.name for row in enabled_schedules()] == ["on"]
-
-
-@pytest.mark.django_db
 def test_preview_rows_sharing_a_plan() -> None:
     """Rows with the same cron, zone and policies each get their own lines; others differ."""
     schedule("a", cron="30 2 * * *", timezone=TORONTO)
@@ -372,30 +371,72 @@ def test_preview_rows_sharing_a_plan() -> None:
     ]
 
 
-@pytest.mark.django_db
-def test_preview_reads_rows_in_one_query(django_assert_num_queries: Any) -> None:
-    """Reading and planning every kind of row is one query: nothing is fetched per row."""
-    schedule("cron", cron="0 7 * * *", timezone=TORONTO)
-    schedule("every", every=timedelta(hours=6))
-    armed = schedule("armed", every=timedelta(hours=6))
-    Schedule.objects.filter(pk=armed.pk).update(armed=True, next_due=utc(2026, 3, 7, 1))
-    schedule("once", at=utc(2026, 3, 7, 9))
-    schedule("late", at=utc(2026, 3, 6, 9))
-    with django_assert_num_queries(1):
-        lines = preview(utc(2026, 3, 7), timedelta(days=1), enabled_schedules())
-        rendered = [line.render() for line in lines]
-    assert len(rendered) == 1 + 4 + 4 + 1 + 1
+# --- rows that were never stored -----------------------------------------------------------
 
 
-@pytest.mark.django_db
-def test_enabled_schedules_of_jobs_and_names() -> None:
-    """enabled_schedules() narrows to jobs, to names, or to both."""
-    schedule("a", every=timedelta(hours=1))
-    Schedule.objects.create(name="b", job="tests.broken", every=timedelta(hours=1))
-    schedule("c", every=timedelta(hours=1))
-    assert [row.name for row in enabled_schedules(jobs=["tests.broken"])] == ["b"]
-    assert [row.name for row in enabled_schedules(names=["c", "b"])] == ["b", "c"]
-    assert [row.name for row in enabled_schedules(jobs=["tests.noop"], names=["b", "c"])] == ["c"]
+@dataclass
+class PlainRow:
+    """A schedule that is no model: the preview needs only what PlannedRow names."""
+
+    name: str
+    cron: str = ""
+    timezone: str = ""
+    every: timedelta | None = None
+    at: datetime | None = None
+    on_gap: str = "shift"
+    on_fold: str = "first"
+
+    def timezone_name(self) -> str:
+        return self.timezone or "UTC"
+
+    def plan(self, origin: datetime) -> Plan:
+        if self.cron:
+            return CronPlan(self.cron, self.timezone, on_gap=self.on_gap, on_fold=self.on_fold)
+        if self.every is not None:
+            return EveryPlan(self.every, origin + self.every)
+        assert self.at is not None
+        return AtPlan(self.at)
+
+    def first_due(self, now: datetime) -> datetime | None:
+        if self.at is not None:
+            return self.at
+        fire = self.plan(now).next_fire(now)
+        return fire.due if fire else None
+
+
+def test_preview_plans_rows_that_are_not_models() -> None:
+    """The preview reads no database: any row shaped like PlannedRow is planned."""
+    rows: list[PlannedRow] = [
+        PlainRow("digest", cron="30 2 * * *", timezone=TORONTO),
+        PlainRow("often", every=timedelta(hours=12)),
+        PlainRow("once", at=utc(2026, 3, 8, 9)),
+    ]
+    lines = preview(utc(2026, 3, 8), timedelta(days=1), rows)
+    assert [(line.schedule, line.due, line.note) for line in lines] == [
+        ("digest", utc(2026, 3, 8, 7), "shifted"),
+        ("once", utc(2026, 3, 8, 9), ""),
+        ("often", utc(2026, 3, 8, 12), ""),
+        ("often", utc(2026, 3, 9), ""),
+    ]
+    assert [line.due for line in upcoming(rows[1], utc(2026, 3, 8), 2)] == [
+        utc(2026, 3, 8, 12),
+        utc(2026, 3, 9),
+    ]
+
+
+def test_preview_module_imports_no_models() -> None:
+    """timing/ is pure: the preview imports no model, not even for the type checker."""
+    tree = ast.parse(Path(preview_module.__file__ or "").read_text())
+    imported = [
+        node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+    ] + [
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    ]
+    assert [name for name in imported if name.startswith("django_weft.models")] == []
+    assert [name for name in imported if name.startswith("django.db")] == []
 
 
 # --- runjobs --plan ----------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from django_weft.engine.previews import enabled_schedules, schedules_enabled
 from django_weft.engine.worker import Worker
 from django_weft.jobs.registry import registry
 from django_weft.management.arguments import (
@@ -28,13 +29,7 @@ from django_weft.management.arguments import (
 )
 from django_weft.management.serve import AsgiServer, ServeRefused
 from django_weft.timing.clocks import load_clock
-from django_weft.timing.preview import (
-    Period,
-    enabled_schedules,
-    header,
-    preview,
-    schedules_enabled,
-)
+from django_weft.timing.preview import Period, header, preview
 
 #: The converters argparse applies, by option; keywords to call_command() go through them too.
 _CONVERTERS = {

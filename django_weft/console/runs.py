@@ -1,0 +1,175 @@
+"""The run pages: the list, live and sized for a laptop, with its abort action; a run's
+page, the console's own (its output as a terminal, its attempts, *abort* and *retry*).
+
+What a user sees of a run is :func:`django_weft.console.pages.run_context`'s, and every
+action goes through :mod:`django_weft.operations`.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
+from django.utils import timezone
+from django.utils.html import format_html
+
+from django_weft import operations
+from django_weft.console import formatting, pages
+from django_weft.console.refusals import act
+from django_weft.live import projections
+from django_weft.models import Run
+from django_weft.models.run import UNFINISHED
+from django_weft.timing import clocks
+
+if TYPE_CHECKING:
+    RunAdminBase = admin.ModelAdmin[Run]
+else:
+    # ModelAdmin is generic only to the type checker.
+    RunAdminBase = admin.ModelAdmin
+
+
+class RunAdmin(RunAdminBase):
+    """The run list updates live and fits a laptop's screen; a run's page is the console's
+    run page (its output as a terminal, its attempts, *abort* and *retry*), not a form."""
+
+    list_display = ["short_id", "job", "phase", "queue", "started_by", "created", "length"]
+    list_display_links = ["short_id"]
+    list_filter = ["status", "job", "queue", "owner"]
+    list_select_related = ["owner", "schedule"]
+    search_fields = ["id", "job", "idempotency_key", "args"]
+    actions = ["abort_action"]
+    date_hierarchy = "created_at"
+
+    class Media:
+        css = {"all": ["django_weft/console.css"]}
+        js = ["django_weft/console.js"]
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/abort/", wrap(self.abort_view), name="django_weft_run_abort"),
+            path("<path:object_id>/retry/", wrap(self.retry_view), name="django_weft_run_retry"),
+            *super().get_urls(),
+        ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
+        return super().get_queryset(request).select_related("owner", "schedule", "state", "worker")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
+        return False
+
+    @admin.display(description="id", ordering="id")
+    def short_id(self, run: Run) -> str:
+        return format_html("<code title='{}'>{}</code>", run.pk, formatting.short_id(run.pk))
+
+    @admin.display(description="phase")
+    def phase(self, run: Run) -> str:
+        phase = projections.phase(run)
+        return format_html("<span class='weft-phase weft-phase-{}'>{}</span>", phase, phase)
+
+    @admin.display(description="started by")
+    def started_by(self, run: Run) -> str:
+        """The schedule that fired the run, or the user who started it: one narrow column."""
+        if run.schedule is not None:
+            return format_html("<span class='weft-quiet'>schedule</span> {}", run.schedule.name)
+        return run.owner.get_username() if run.owner is not None else "-"
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, run: Run) -> str:
+        """The date over the time and zone: the list keeps room for every column at 1280 px."""
+        day, clock = formatting.moment(run.created_at, timezone.get_current_timezone()).split(
+            " ", 1
+        )
+        return format_html("{}<br>{}", day, clock)
+
+    @admin.display(description="duration")
+    def length(self, run: Run) -> str:
+        """How long the run ran, or has run so far: to the process's one clock (a driven
+        clock gives every row the same now; the machine's, rows microseconds apart)."""
+        length = formatting.run_length(run.started_at, run.finished_at, clocks.now())
+        return formatting.duration(length)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """The run page: read-only, so no form and no Save button."""
+        run = self._run(request, object_id)
+        if not self.has_view_permission(request, run):
+            raise PermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            **pages.run_context(request.user, run, clocks.now(), timezone.get_current_timezone()),
+            "opts": self.opts,
+            "title": f"{run.job} {formatting.short_id(run.pk)}",
+            "subtitle": None,
+            "has_view_permission": True,
+            "media": self.media,
+            **(extra_context or {}),
+        }
+        return TemplateResponse(request, "admin/django_weft/run/page.html", context)
+
+    def _run(self, request: HttpRequest, object_id: str) -> Run:
+        run = self.get_object(request, unquote(object_id))
+        if run is None:
+            raise Http404(f"there is no run {object_id}")
+        return run
+
+    def abort_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """*Abort* on the run page: a POST, decided by the service layer."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        run = self._run(request, object_id)
+        requested = act(
+            self, request, f"run {run.pk}", lambda: operations.abort_for(request.user, run)
+        )
+        if requested is not None:
+            self.message_user(
+                request,
+                f"Abort requested for run {run.pk}: it stops at its next sleep() or check()."
+                if requested
+                else f"Abort of run {run.pk} was requested already.",
+                messages.SUCCESS,
+            )
+        return redirect("admin:django_weft_run_change", run.pk)
+
+    def retry_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """*Retry* on the run page: a new run with the same args, owned by whoever retries."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        run = self._run(request, object_id)
+        retried = act(
+            self, request, f"retry run {run.pk}", lambda: operations.retry_for(request.user, run)
+        )
+        if retried is None:
+            return redirect("admin:django_weft_run_change", run.pk)
+        self.message_user(request, f"Run {run.pk} retried as run {retried.pk}.", messages.SUCCESS)
+        return redirect("admin:django_weft_run_change", retried.pk)
+
+    def has_abort_permission(self, request: HttpRequest) -> bool:
+        """Anyone signed in may abort their own runs; change_run, anyone's."""
+        return bool(request.user.is_authenticated)
+
+    @admin.action(description="Abort selected runs", permissions=["abort"])
+    def abort_action(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        requested = 0
+        for run in queryset.filter(status__in=UNFINISHED):
+            if act(
+                self, request, f"run {run.pk}", partial(operations.abort_for, request.user, run)
+            ):
+                requested += 1
+        self.message_user(request, f"Abort requested for {requested} run(s).")

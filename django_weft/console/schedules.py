@@ -1,0 +1,357 @@
+"""The schedule pages: the list and its actions, the page with its buttons, the endpoints
+its script asks for the next fires and the args' inputs.
+
+Every write goes through :mod:`django_weft.operations`. A save or a delete it refuses is
+shown as a refusal (see :mod:`django_weft.console.refusals`): the form again with the
+refusal on it, or an error message; nothing is logged as changed.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+    JsonResponse,
+)
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+
+from django_weft import access, operations
+from django_weft.console import refusals
+from django_weft.console.plan_preview import fires_preview, invalid_preview
+from django_weft.console.refusals import act
+from django_weft.console.schedule_columns import ScheduleColumns
+from django_weft.console.schedule_form import ArgsField, ScheduleForm
+from django_weft.models import Schedule
+from django_weft.models.schedule import PLAN_FIELDS, SCHEDULER_FIELDS
+from django_weft.timing import clocks
+
+if TYPE_CHECKING:
+    ScheduleAdminBase = admin.ModelAdmin[Schedule]
+else:
+    # ModelAdmin is generic only to the type checker.
+    ScheduleAdminBase = admin.ModelAdmin
+
+#: The schedule page's buttons, each one POST through the service layer.
+SCHEDULE_BUTTONS = {"run-now": "Run now", "pause": "Pause", "resume": "Resume"}
+
+
+class ScheduleAdmin(ScheduleColumns, ScheduleAdminBase):
+    list_display = [
+        "name",
+        "job_name",
+        "plan",
+        "next_due_at",
+        "last_status",
+        "last_error",
+        "missed",
+    ]
+    list_filter = ["enabled", "last_status", "job"]
+    search_fields = ["name", "job"]
+    actions = ["run_now_action", "enable_action", "disable_action"]
+    form = ScheduleForm
+    change_form_template = "admin/django_weft/schedule/change_form.html"
+    readonly_fields = [
+        "owner",
+        "plan",
+        "state",
+        "next_fires",
+        "recent_runs",
+        "next_due_at",
+        "last_due_at",
+        "last_started_at",
+        "last_ended_at",
+        *sorted(SCHEDULER_FIELDS - {"armed", "buffered_due"}),
+    ]
+    fieldsets = [
+        (None, {"fields": ["name", "job", "args", "enabled", "owner"]}),
+        ("When", {"fields": ["plan", "cron", "timezone", "every", "at", "next_fires"]}),
+        (
+            "Policies",
+            {"fields": ["catch_up", "catch_up_window", "grace", "overlap", "on_gap", "on_fold"]},
+        ),
+        (
+            "Last run",
+            {
+                "fields": [
+                    "state",
+                    "next_due_at",
+                    "last_status",
+                    "last_due_at",
+                    "last_started_at",
+                    "last_ended_at",
+                    "last_error_type",
+                    "last_error_message",
+                    "last_run",
+                    "missed",
+                    "problem",
+                    "recent_runs",
+                ]
+            },
+        ),
+    ]
+
+    class Media:
+        css = {"all": ["django_weft/schedule.css"]}
+
+    # -- the page's endpoints ---------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("fires/", wrap(self.fires_view), name="django_weft_schedule_fires_new"),
+            path(
+                "<path:object_id>/fires/",
+                wrap(self.fires_view),
+                name="django_weft_schedule_fires",
+            ),
+            path("args/", wrap(self.args_view), name="django_weft_schedule_args_new"),
+            path("<path:object_id>/args/", wrap(self.args_view), name="django_weft_schedule_args"),
+            *(
+                path(
+                    f"<path:object_id>/{button}/",
+                    wrap(self.button_view),
+                    {"button": button},
+                    name=_button_url_name(button),
+                )
+                for button in SCHEDULE_BUTTONS
+            ),
+            *super().get_urls(),
+        ]
+
+    def fires_view(self, request: HttpRequest, object_id: str | None = None) -> JsonResponse:
+        """The next fires of the form's unsaved plan, for the page to show as it is typed.
+
+        Allowed to whoever may see the page it serves: that schedule's change page, or
+        the add page. While a field of the plan has an error: no fires, the errors.
+        """
+        obj = self._page_object(request, object_id)
+        if not (
+            self.has_add_permission(request)
+            if obj is None
+            else self.has_view_or_change_permission(request, obj)
+        ):
+            raise PermissionDenied
+        schedule = obj if obj is not None else Schedule()
+        form_class = self.get_form(request, obj, change=obj is not None, fields=PLAN_FIELDS)
+        form = form_class(request.GET, instance=schedule)
+        if any(name in form.fields for name in PLAN_FIELDS):  # not a read-only page
+            if not form.is_valid():
+                errors = {name: [str(m) for m in texts] for name, texts in form.errors.items()}
+                return JsonResponse(invalid_preview(schedule).as_json(errors))
+            if any(name in form.changed_data for name in PLAN_FIELDS):
+                schedule.armed = False  # once saved, the row is armed afresh from now
+        return JsonResponse(fires_preview(schedule, clocks.now()).as_json())
+
+    def args_view(self, request: HttpRequest, object_id: str | None = None) -> JsonResponse:
+        """The args' inputs of the job named in ``?job=``, for the page to swap in when
+        another job is picked. Allowed to whoever may edit the page it serves."""
+        obj = self._page_object(request, object_id)
+        if not (
+            self.has_add_permission(request)
+            if obj is None
+            else self.has_change_permission(request, obj)
+        ):
+            raise PermissionDenied
+        field = ArgsField()
+        field.use_job(request.GET.get("job", ""))
+        return JsonResponse({"html": field.widget.render("args", None, {"id": "id_args"})})
+
+    def button_view(self, request: HttpRequest, object_id: str, button: str) -> HttpResponse:
+        """*Run now*, *pause*, *resume*: the service layer decides, refusals become messages."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        schedule = self._page_object(request, object_id)
+        assert schedule is not None
+        user = request.user
+        if button == "run-now":
+            run = act(self, request, str(schedule), lambda: operations.run_now_for(user, schedule))
+            if run is not None:
+                self.message_user(
+                    request,
+                    format_html(
+                        "Started run <a href='{}'>{}</a>.",
+                        reverse(f"{self.admin_site.name}:django_weft_run_change", args=[run.pk]),
+                        run.pk,
+                    ),
+                    messages.SUCCESS,
+                )
+        else:
+            enabled = button == "resume"
+            count = act(
+                self,
+                request,
+                str(schedule),
+                lambda: operations.set_enabled_for(user, [schedule], enabled=enabled),
+            )
+            if count is not None:
+                self.message_user(
+                    request,
+                    "Resumed: armed from now; what it missed while paused is not made up."
+                    if enabled
+                    else "Paused: nothing fires until it is resumed.",
+                    messages.SUCCESS,
+                )
+        return HttpResponseRedirect(self._change_url(schedule.pk))
+
+    def _page_object(self, request: HttpRequest, object_id: str | None) -> Schedule | None:
+        if object_id is None:
+            return None
+        schedule = self.get_object(request, unquote(object_id))
+        if schedule is None:
+            raise Http404(f"no schedule {object_id}")
+        return schedule
+
+    def _change_url(self, pk: int | str) -> str:
+        return reverse(f"{self.admin_site.name}:django_weft_schedule_change", args=[quote(pk)])
+
+    # -- the page ---------------------------------------------------------------------------
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Schedule | None = None,
+    ) -> HttpResponse:
+        """The page with its buttons, and where its script asks for the next fires."""
+        site = self.admin_site.name
+        if obj is None:
+            editable = self.has_add_permission(request)
+            fires_url = reverse(f"{site}:django_weft_schedule_fires_new")
+            args_url = reverse(f"{site}:django_weft_schedule_args_new")
+        else:
+            editable = self.has_change_permission(request, obj)
+            fires_url = reverse(f"{site}:django_weft_schedule_fires", args=[quote(obj.pk)])
+            args_url = reverse(f"{site}:django_weft_schedule_args", args=[quote(obj.pk)])
+        buttons: list[str] = []
+        if obj is not None and editable:
+            buttons = ["run-now"] if self.has_run_permission(request) else []
+            buttons.append("pause" if obj.enabled else "resume")
+        context["weft_buttons"] = [
+            (
+                reverse(f"{site}:{_button_url_name(button)}", args=[quote(obj.pk)]),
+                SCHEDULE_BUTTONS[button],
+                button,
+            )
+            for button in buttons
+            if obj is not None
+        ]
+        context["weft_fires_url"] = fires_url if editable else ""
+        context["weft_args_url"] = args_url if editable else ""
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """The add and change pages; a save the service layer refuses shows its form again,
+        as typed, with the refusal on it."""
+        return refusals.show_refusals(
+            request,
+            lambda: super(ScheduleAdmin, self).changeform_view(
+                request, object_id, form_url, extra_context
+            ),
+        )
+
+    def get_form(
+        self, request: HttpRequest, obj: Schedule | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[Schedule]]:
+        return refusals.refusing_form(request, super().get_form(request, obj, change, **kwargs))
+
+    def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
+        """Through the service layer: who may write, and who the schedule runs as.
+
+        A refusal is raised (:class:`~django_weft.console.refusals.Refused`), so that
+        Django neither logs the change nor says it was made.
+        """
+        user = request.user
+        if change:
+            changed = {name: form.cleaned_data[name] for name in form.changed_data}
+            stored = Schedule.objects.get(pk=obj.pk)
+            refusals.refused(lambda: operations.edit_schedule_for(user, stored, changed))
+            return
+        fields = {name: form.cleaned_data[name] for name in form.cleaned_data}
+        obj.pk = refusals.refused(lambda: operations.create_schedule_for(user, fields)).pk
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """The delete page; a delete the service layer refuses is undone (its log entry
+        with it) and said on the schedule's page."""
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except refusals.Refused as refused:
+            refusals.tell(self, request, "Not deleted", refused.refusal)
+            return HttpResponseRedirect(self._change_url(unquote(object_id)))
+
+    def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
+        refusals.refused(lambda: operations.delete_schedule_for(request.user, obj))
+
+    # -- who may do what --------------------------------------------------------------------
+
+    def has_change_permission(self, request: HttpRequest, obj: Schedule | None = None) -> bool:
+        # A schedule's owner changes it without the model permission, as the API allows.
+        return (
+            obj is not None and access.owns(request.user, obj)
+        ) or super().has_change_permission(request, obj)
+
+    def has_run_permission(self, request: HttpRequest) -> bool:
+        """*Run now* starts runs: the action shows to those who may start runs."""
+        return access.may_start_runs(request.user)
+
+    # -- the list's actions -----------------------------------------------------------------
+
+    @admin.action(description="Run selected schedules now", permissions=["run"])
+    def run_now_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        for schedule in queryset:
+            run = act(
+                self,
+                request,
+                str(schedule),
+                partial(operations.run_now_for, request.user, schedule),
+            )
+            if run is not None:
+                self.message_user(request, f"{schedule}: started run {run.pk}", messages.SUCCESS)
+
+    @admin.action(description="Enable selected schedules", permissions=["change"])
+    def enable_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        count = act(
+            self,
+            request,
+            "enable",
+            lambda: operations.set_enabled_for(request.user, queryset, enabled=True),
+        )
+        if count is not None:
+            self.message_user(request, f"Enabled {count} schedule(s); they fire from now on.")
+
+    @admin.action(description="Disable selected schedules", permissions=["change"])
+    def disable_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        count = act(
+            self,
+            request,
+            "disable",
+            lambda: operations.set_enabled_for(request.user, queryset, enabled=False),
+        )
+        if count is not None:
+            self.message_user(request, f"Disabled {count} schedule(s).")
+
+
+def _button_url_name(button: str) -> str:
+    return f"django_weft_schedule_{button.replace('-', '_')}"
