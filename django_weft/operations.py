@@ -21,16 +21,17 @@ Rules beyond the model permissions (see docs/security.md):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from asgiref.sync import sync_to_async
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
 from django_weft import access
 from django_weft.access import User
 from django_weft.engine import finishing, scheduler, starting
-from django_weft.engine.schedules import save_schedule
+from django_weft.engine.schedules import edit_schedule, save_schedule
+from django_weft.engine.starting import StartRequest
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
     Forbidden,
@@ -74,6 +75,63 @@ def _as_owner(user: User) -> AbstractBaseUser:
 # -- runs ------------------------------------------------------------------------------------
 
 
+#: The longest request id a socket client may send; a start's is its idempotency key.
+REQUEST_ID_LENGTH = 150
+#: The longest job name a client may send, as the run stores it.
+JOB_NAME_LENGTH = cast(int, Run._meta.get_field("job").max_length)
+
+
+def parse_start(
+    data: object, *, key: str | None = None, key_field: str | None = None
+) -> StartRequest:
+    """The start a client's ``data`` asks for: ``{"job": <name>, "args": {...}}``.
+
+    The one check of a start's input, for the API's body and the socket's frame alike.
+    ``args`` may be left out (no args). The idempotency key is ``key`` (the API's comes
+    in a header) or, with ``key_field``, that field of ``data``, which is then required
+    (a socket's ``request_id``). Raises ``ValidationError`` naming every bad field, then
+    :class:`~django_weft.exceptions.UnknownJob` for a job this process does not have.
+    The owner is left out: the checked call that starts it (:func:`start_for`) sets it.
+    """
+    if not isinstance(data, Mapping):
+        raise ValidationError(
+            {NON_FIELD_ERRORS: [f"Expected an object, but got {type(data).__name__}."]}
+        )
+    errors: dict[str, list[str]] = {}
+    job = _text(data, "job", JOB_NAME_LENGTH, errors)
+    args = data.get("args", {})
+    if args is None:
+        errors["args"] = ["This field may not be null."]
+    elif not isinstance(args, Mapping):
+        errors["args"] = [f'Expected a dictionary of items but got type "{type(args).__name__}".']
+    if key_field is not None:
+        key = _text(data, key_field, REQUEST_ID_LENGTH, errors)
+    if errors:
+        raise ValidationError(errors)
+    assert job is not None
+    return StartRequest(registry.get(job), args, key=key)
+
+
+def _text(
+    data: Mapping[str, Any], name: str, longest: int, errors: dict[str, list[str]]
+) -> str | None:
+    """The required text field ``name`` of ``data``, trimmed; its problem goes to ``errors``."""
+    value = data.get(name)
+    if name not in data:
+        errors[name] = ["This field is required."]
+    elif value is None:
+        errors[name] = ["This field may not be null."]
+    elif not isinstance(value, str):
+        errors[name] = [f"Expected text, not {type(value).__name__}."]
+    elif not value.strip():
+        errors[name] = ["This field may not be blank."]
+    elif len(value.strip()) > longest:
+        errors[name] = [f"Ensure this field has no more than {longest} characters."]
+    else:
+        return value.strip()
+    return None
+
+
 # Trusted calls: the caller has decided who may do this.
 def start(
     job: Job | str,
@@ -82,7 +140,6 @@ def start(
     key: str | None = None,
     owner: AbstractBaseUser | None = None,
     priority: int | None = None,
-    now: datetime | None = None,
 ) -> Run:
     """Start a run of ``job`` (a job or its name) and return it at once, queued.
 
@@ -92,45 +149,40 @@ def start(
     nothing is written. With ``key`` a resent start returns the run the first one made
     (keys are the owner's own: two owners' equal keys name two runs).
     """
-    return start_or_get(job, args, key=key, owner=owner, priority=priority, now=now)[0]
-
-
-def start_or_get(
-    job: Job | str,
-    args: Mapping[str, Any] | None = None,
-    *,
-    key: str | None = None,
-    owner: AbstractBaseUser | None = None,
-    priority: int | None = None,
-    now: datetime | None = None,
-) -> tuple[Run, bool]:
-    """Like :func:`start`; also says whether this call made the run (False: ``key``
-    named a run an earlier start made)."""
     chosen = registry.get(job) if isinstance(job, str) else job
-    run, created = starting.start_or_get(
-        chosen, args, key=key, owner=owner, now=now, priority=priority
-    )
-    changes = Changes()
-    changes.run(run.pk)
-    publisher.publish(changes)
+    request = StartRequest(chosen, args, key=key, owner=owner, priority=priority)
+    return start_or_get(request)[0]
+
+
+def start_or_get(request: StartRequest) -> tuple[Run, bool]:
+    """Start the run ``request`` asks for, as :func:`start` does; also say whether this
+    call made it (False: its key named a run an earlier start made)."""
+    run, created = starting.start_or_get(request, now=clocks.now())
+    _publish_run(run)
     return run, created
 
 
 astart = sync_to_async(start)
 
 
-def abort(run: Run, *, now: datetime | None = None) -> bool:
+def abort(run: Run) -> bool:
     """Request an abort. A run no worker has claimed (queued or blocked) ends at once.
 
     Returns False when the run had already finished, or its abort was requested before.
     """
     changes = Changes()
-    requested = finishing.abort(run, now=now or clocks.now(), changes=changes)
+    requested = finishing.abort(run, now=clocks.now(), changes=changes)
     publisher.publish(changes)
     return requested
 
 
 aabort = sync_to_async(abort)
+
+
+def _publish_run(run: Run) -> None:
+    changes = Changes()
+    changes.run(run.pk)
+    publisher.publish(changes)
 
 
 # Checked calls: for a user whose rights are checked here.
@@ -142,17 +194,10 @@ def require_start(user: User) -> None:
     _require(access.may_start_runs(user), "start runs", access.ADD_RUN)
 
 
-def start_for(
-    user: User,
-    job: str,
-    args: Mapping[str, Any] | None = None,
-    *,
-    key: str | None = None,
-    priority: int | None = None,
-) -> tuple[Run, bool]:
-    """Start a run of the job named ``job`` as ``user``, its owner; False for a resent key."""
+def start_for(user: User, request: StartRequest) -> tuple[Run, bool]:
+    """Start ``request`` as ``user``, who owns the run; False for a resent key."""
     require_start(user)
-    return start_or_get(registry.get(job), args, key=key, owner=_as_owner(user), priority=priority)
+    return start_or_get(replace(request, owner=_as_owner(user)))
 
 
 def abort_for(user: User, run: Run) -> bool:
@@ -188,7 +233,8 @@ def retry_for(user: User, run: Run) -> Run:
     )
     if not run.is_finished:
         raise RunNotFinished(run.pk, run.status)
-    return start_for(user, run.job, run.args, priority=run.priority)[0]
+    again = StartRequest(registry.get(run.job), run.args, priority=run.priority)
+    return start_for(user, again)[0]
 
 
 # -- schedules -------------------------------------------------------------------------------
@@ -198,10 +244,8 @@ def run_now_for(user: User, schedule: Schedule) -> Run:
     """Start ``schedule``'s job now, outside its plan, as the schedule's owner."""
     require_schedule_change(user, schedule, "run now")
     require_start(user)
-    run = scheduler.run_now(schedule)
-    changes = Changes()
-    changes.run(run.pk)
-    publisher.publish(changes)
+    run = scheduler.run_now(schedule, now=clocks.now())
+    _publish_run(run)
     return run
 
 
@@ -256,11 +300,9 @@ def edit_schedule_for(user: User, schedule: Schedule, changes: Mapping[str, Any]
             f"change what schedule {schedule.name} runs",
             access.ADD_RUN,
         )
-    for name, value in changes.items():
-        setattr(schedule, name, value)
     if what_runs and not access.owns(user, schedule):
-        schedule.owner = cast(Any, user)  # AUTH_USER_MODEL, whatever class it is
-    return save_schedule(schedule)
+        changes = {**changes, "owner": user}  # AUTH_USER_MODEL, whatever class it is
+    return edit_schedule(schedule, changes)
 
 
 def delete_schedule_for(user: User, schedule: Schedule) -> None:

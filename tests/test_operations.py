@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import connections
 from django.utils import timezone
 
@@ -17,12 +19,20 @@ from django_weft.exceptions import (
     ConcurrencyLimitReached,
     IdempotencyKeyReused,
     InvalidArgs,
+    UnknownJob,
 )
 from django_weft.jobs.registry import registry
 from django_weft.live.changes import Changes
 from django_weft.live.projections import phase
-from django_weft.models import Document, Run, RunStatus
-from django_weft.operations import abort, change_document, open_document, start
+from django_weft.models import Document, LastStatus, Run, RunStatus, Schedule
+from django_weft.operations import (
+    abort,
+    change_document,
+    edit_schedule_for,
+    open_document,
+    parse_start,
+    start,
+)
 from example_project.shell.jobs import shell
 from tests.processes import wait_for
 
@@ -273,3 +283,91 @@ def test_run_end_flushes_a_throttle_the_job_did_not_stop() -> None:
     assert done.status == RunStatus.DONE
     assert done.state is not None
     assert done.state.data == {"text": "first\nlast\n"}
+
+
+# -- the start validator ----------------------------------------------------------------------
+
+
+def test_parse_start_names_every_bad_field_at_once() -> None:
+    """A start's input with several problems is refused naming each field, nothing written."""
+    with pytest.raises(ValidationError) as refused:
+        parse_start({"job": " ", "args": [1]}, key_field="request_id")
+    assert refused.value.message_dict == {
+        "job": ["This field may not be blank."],
+        "args": ['Expected a dictionary of items but got type "list".'],
+        "request_id": ["This field is required."],
+    }
+    with pytest.raises(ValidationError) as not_an_object:
+        parse_start(["tests.noop"])
+    assert not_an_object.value.message_dict == {
+        NON_FIELD_ERRORS: ["Expected an object, but got list."]
+    }
+    assert not Run.objects.exists()
+
+
+def test_parse_start_reads_the_job_its_args_and_the_key() -> None:
+    """A good input names a deployed job; the key is the given one, or the data's own field."""
+    request = parse_start({"job": " shell.run ", "args": {"command": "ls", "lines": 1}}, key="k")
+    assert (request.job, request.args, request.key, request.owner) == (
+        shell,
+        {"command": "ls", "lines": 1},
+        "k",
+        None,
+    )
+    framed = parse_start({"job": "tests.noop", "request_id": "r-1"}, key_field="request_id")
+    assert (framed.job.name, framed.args, framed.key) == ("tests.noop", {}, "r-1")
+    with pytest.raises(UnknownJob):
+        parse_start({"job": "tests.nope"})
+
+
+def test_start_request_refuses_a_priority_out_of_range() -> None:
+    """The priority is checked as the request is made, before anything is written."""
+    with pytest.raises(ValueError, match="priority must be a whole number from -100 to 100"):
+        start(shell, {"command": "ls", "lines": 1}, priority=101)
+    assert not Run.objects.exists()
+
+
+# -- schedule edits ---------------------------------------------------------------------------
+
+
+def test_edit_writes_only_what_it_changes_and_keeps_the_scheduler_record() -> None:
+    """An edit from a row read before a fire keeps next_due and the last-run record."""
+    editor = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
+    stale = Schedule.objects.create(name="hourly", job="tests.noop", every=timedelta(hours=1))
+    due = timezone.now() + timedelta(hours=1)
+    Schedule.objects.filter(pk=stale.pk).update(armed=True, next_due=due, last_status=LastStatus.OK)
+    edited = edit_schedule_for(editor, stale, {"args": {}, "name": "renamed"})
+    stored = Schedule.objects.get(pk=stale.pk)
+    assert (stored.name, stored.armed, stored.next_due, stored.last_status) == (
+        "renamed",
+        True,
+        due,
+        LastStatus.OK,
+    )
+    assert edited.name == "renamed"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"every": timedelta(hours=2)}, {"every": "2:00:00"}, {"enabled": False}],
+    ids=["plan", "plan-as-text", "switched-off"],
+)
+def test_edit_of_the_plan_re_arms_the_row_it_returns(changes: dict[str, Any]) -> None:
+    """A plan edit (or switching the row off) clears armed and next_due, stored and returned."""
+    editor = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
+    row = Schedule.objects.create(name="hourly", job="tests.noop", every=timedelta(hours=1))
+    Schedule.objects.filter(pk=row.pk).update(armed=True, next_due=timezone.now())
+    loaded = Schedule.objects.get(pk=row.pk)
+    edited = edit_schedule_for(editor, loaded, changes)
+    stored = Schedule.objects.get(pk=row.pk)
+    assert (edited.armed, edited.next_due) == (stored.armed, stored.next_due) == (False, None)
+
+
+def test_edit_that_leaves_the_plan_as_it_was_does_not_re_arm() -> None:
+    """The same interval given again as text is no plan edit: the armed slot stays."""
+    editor = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
+    row = Schedule.objects.create(name="hourly", job="tests.noop", every=timedelta(hours=1))
+    due = timezone.now() + timedelta(minutes=30)
+    Schedule.objects.filter(pk=row.pk).update(armed=True, next_due=due)
+    edit_schedule_for(editor, Schedule.objects.get(pk=row.pk), {"every": "1:00:00"})
+    assert Schedule.objects.filter(pk=row.pk, armed=True, next_due=due).exists()

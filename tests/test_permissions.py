@@ -264,7 +264,7 @@ def through_python(world: World, operation: str, user: Any) -> str:
                 projections.run_for(user, world.run)
             )
         if operation == "start":
-            operations.start_for(user, "tests.noop")
+            operations.start_for(user, operations.parse_start({"job": "tests.noop"}))
         elif operation == "abort":
             operations.abort_for(user, world.run)
         elif operation == "run_now":

@@ -213,7 +213,11 @@ class ScheduleViewSerializer(ViewerSerializer[Schedule]):
 
 
 class RunStartSerializer(serializers.Serializer[Any]):
-    """The body of a start: the job's name and its args (checked by the job's own serializer)."""
+    """The body of a start: the job's name and its args (checked by the job's own serializer).
+
+    It describes the body for the schema and the browsable API's form; the body itself is
+    checked by :func:`django_weft.operations.parse_start`, as a socket's start frame is.
+    """
 
     job = serializers.CharField(max_length=200)
     args = serializers.DictField(required=False, default=dict)

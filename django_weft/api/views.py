@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import InterfaceError, OperationalError
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
@@ -31,6 +32,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 
 from django_weft import operations
 from django_weft.api import schema as _schema  # noqa: F401  (registers the schema extension)
@@ -87,8 +89,9 @@ class Conflict(APIException):
 
 
 #: How a refusal's fields (:func:`django_weft.operations.describe_refusal`) are named in
-#: a 400's body: the start's key comes from a header.
-FIELD_NAMES = {"key": "Idempotency-Key"}
+#: a 400's body: the start's key comes from a header, a body that is not an object is
+#: named as DRF names it.
+FIELD_NAMES = {"key": IDEMPOTENCY_HEADER, NON_FIELD_ERRORS: api_settings.NON_FIELD_ERRORS_KEY}
 
 
 @contextmanager
@@ -228,15 +231,11 @@ class RunViewSet(
         The ``Idempotency-Key`` header is the caller's own: two users who happen to pick
         the same key get two runs, and neither may receive the other's run.
         """
-        body = RunStartSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
         with refusals():
-            run, created = operations.start_for(
-                request.user,
-                body.validated_data["job"],
-                body.validated_data["args"],
-                key=request.headers.get(IDEMPOTENCY_HEADER),
+            asked = operations.parse_start(
+                request.data, key=request.headers.get(IDEMPOTENCY_HEADER)
             )
+            run, created = operations.start_for(request.user, asked)
         return self.reply(run, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     @extend_schema(

@@ -16,22 +16,28 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cache, partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
 
 from django_weft.engine import sql
 from django_weft.engine.scheduler import record_on_schedule
-from django_weft.jobs.outcomes import FinishContext, Outcome
-from django_weft.jobs.registry import registry
+from django_weft.engine.starting import StartRequest, insert_run
+from django_weft.jobs import revisions
+from django_weft.jobs.outcomes import Outcome
+from django_weft.jobs.registry import Job, registry
+from django_weft.jobs.revisions import Change
 from django_weft.jobs.tracebacks import ErrorRecord, record_error
 from django_weft.live.changes import Changes
-from django_weft.models import Attempt, Run, RunStatus, Schedule
+from django_weft.models import Attempt, Document, Run, RunStatus, Schedule
 from django_weft.signals import run_finished, schedule_failed
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
 
 logger = logging.getLogger("django_weft.runs")
 
@@ -293,6 +299,51 @@ def finish(
     return run
 
 
+class Finish:
+    """The finish transaction a hook works in: the engine's
+    :class:`~django_weft.jobs.outcomes.FinishContext`.
+
+    What the hook changes or starts is written in the finish step's transaction and
+    noted in its :class:`~django_weft.live.changes.Changes`, so it commits (and is
+    announced) with the outcome, or not at all.
+    """
+
+    def __init__(self, *, run: Run, now: datetime, changes: Changes) -> None:
+        self.run = run
+        self.now = now
+        self._changes = changes
+
+    def document(
+        self,
+        key: str,
+        *,
+        schema: str,
+        version: int = 1,
+        initial: Callable[[], dict[str, Any]] = dict,
+    ) -> Document:
+        return revisions.open_document(key, schema=schema, version=version, initial=initial)
+
+    def change(self, document: Document, change: Change) -> Document:
+        changed = revisions.change_document(document, change)
+        self._changes.document(changed.pk)
+        return changed
+
+    def start(
+        self,
+        job: Job,
+        args: Mapping[str, Any] | None = None,
+        *,
+        key: str | None = None,
+        owner: AbstractBaseUser | None = None,
+    ) -> Run:
+        """Start another job; it exists only if this finish commits."""
+        chosen = owner if owner is not None else self.run.owner
+        request = StartRequest(job, args, key=key, owner=chosen)
+        run = insert_run(request, now=self.now)
+        self._changes.run(run.pk)
+        return run
+
+
 def _run_finish_hook(run: Run, now: datetime, changes: Changes) -> None:
     job = registry.get(run.job) if run.job in registry else None
     if job is None or job.finish_hook is None:
@@ -308,7 +359,7 @@ def _run_finish_hook(run: Run, now: datetime, changes: Changes) -> None:
     )
     try:
         with transaction.atomic():
-            job.finish_hook(outcome, FinishContext(run=run, now=now, changes=changes))
+            job.finish_hook(outcome, Finish(run=run, now=now, changes=changes))
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as error:

@@ -21,13 +21,19 @@ from django.db.models import F
 from django_weft.conf import weft_settings
 from django_weft.engine import sql
 from django_weft.engine.schedules import job_and_args
-from django_weft.engine.starting import insert_run, insert_runs_in_bulk, new_run, starts_in_bulk
+from django_weft.engine.starting import (
+    Slot,
+    StartRequest,
+    insert_run,
+    insert_runs_in_bulk,
+    new_run,
+    starts_in_bulk,
+)
 from django_weft.exceptions import InvalidArgs, StartRefused, UnknownJob
 from django_weft.live.changes import Changes
 from django_weft.models import CatchUp, LastStatus, Overlap, Run, RunStatus, Schedule
 from django_weft.models.schedule import PLAN_FIELDS
 from django_weft.signals import schedule_failed
-from django_weft.timing import clocks
 from django_weft.timing.cron import CronError
 from django_weft.timing.plans import Plan, slots_between
 
@@ -267,7 +273,7 @@ class Scheduler:
         assert job is not None
         for due in firing.fire:
             try:
-                run = start_for_schedule(row, job, firing.args, due=due, now=now)
+                run = start_for_schedule(Slot(row, due), job, firing.args, now=now)
             except IntegrityError:
                 logger.debug("slot %s of %s already fired", due, row.name)
                 continue
@@ -289,8 +295,7 @@ class Scheduler:
                     job,
                     firing.args,
                     owner=firing.row.owner,
-                    schedule=firing.row,
-                    due=due,
+                    slot=Slot(firing.row, due),
                     now=now,
                     priority=job.priority,
                 )
@@ -374,20 +379,18 @@ class Scheduler:
         )
 
 
-def start_for_schedule(
-    schedule: Schedule, job: Job, args: dict[str, Any], *, due: datetime, now: datetime
-) -> Run:
-    """Start the run of one slot of ``schedule`` and make it the row's last run.
+def start_for_schedule(slot: Slot, job: Job, args: dict[str, Any], *, now: datetime) -> Run:
+    """Start the run of ``slot`` with the schedule's validated ``args``; make it the row's
+    last run.
 
     Inside the caller's transaction; the (schedule, due) unique constraint refuses a
     slot that already fired with an ``IntegrityError``.
     """
+    schedule = slot.schedule
     with transaction.atomic():
-        run = insert_run(
-            job, args, schedule=schedule, due=due, owner=schedule.owner, now=now, validated=True
-        )
+        run = insert_run(StartRequest(job, args, owner=schedule.owner), now=now, slot=slot)
     Schedule.objects.filter(pk=schedule.pk).update(
-        last_due=due,
+        last_due=slot.due,
         last_started=now,
         last_ended=None,
         last_status=LastStatus.RUNNING,
@@ -398,14 +401,13 @@ def start_for_schedule(
     return run
 
 
-def run_now(schedule: Schedule, *, now: datetime | None = None) -> Run:
+def run_now(schedule: Schedule, *, now: datetime) -> Run:
     """Start a run of ``schedule``'s job now, outside its plan (the admin's *run now*).
 
-    The args are validated again; the run's due is now. The plan is untouched.
+    The args are validated again; the run's due is ``now``. The plan is untouched.
     """
-    moment = now or clocks.now()
     with transaction.atomic():
-        return start_for_schedule(schedule, *job_and_args(schedule), due=moment, now=moment)
+        return start_for_schedule(Slot(schedule, now), *job_and_args(schedule), now=now)
 
 
 def record_on_schedule(run: Run, now: datetime, changes: Changes) -> None:
@@ -435,7 +437,7 @@ def record_on_schedule(run: Run, now: datetime, changes: Changes) -> None:
     try:
         if not schedule.enabled:
             raise StartRefused("the schedule was disabled while the fire waited")
-        changes.run(start_for_schedule(schedule, *job_and_args(schedule), due=due, now=now).pk)
+        changes.run(start_for_schedule(Slot(schedule, due), *job_and_args(schedule), now=now).pk)
     except (UnknownJob, InvalidArgs, StartRefused, IntegrityError) as error:
         # The buffered slot is lost, not the outcome being recorded with it.
         logger.error("buffered fire of %s due %s dropped: %s", schedule, due, error)

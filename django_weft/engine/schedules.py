@@ -1,13 +1,17 @@
-"""A schedule against the deployed code: its job must exist and its args must validate.
+"""Writing schedules: checked against the deployed code, and re-armed when their plan is edited.
 
 The model checks its own plan on every save; whether the job it names is deployed, and
 whether its args pass that job's serializer, depends on the code of the process, so it is
 checked here: by every entry point that writes schedules (the admin, the API,
 :mod:`django_weft.operations`), and again by the scheduler at every fire.
+
+An edit (:func:`edit_schedule`) writes only the fields it changes and tells from what it
+changes whether the row re-arms, so the schedule it returns is the row as stored.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -16,6 +20,11 @@ from django.db import transaction
 from django_weft.exceptions import InvalidArgs, UnknownJob
 from django_weft.jobs.registry import Job, registry
 from django_weft.models import Schedule
+from django_weft.models.schedule import PLAN_FIELDS
+
+#: What an edit compares to tell whether the row re-arms: its plan, and whether it is on
+#: (a row switched back on is armed from now, so it does not fire what it missed).
+REARMING_FIELDS = (*PLAN_FIELDS, "enabled")
 
 
 def job_and_args(schedule: Schedule) -> tuple[Job, dict[str, Any]]:
@@ -67,4 +76,24 @@ def save_schedule(schedule: Schedule, **save_options: Any) -> Schedule:
     validate_schedule(schedule)
     with transaction.atomic():
         schedule.save(**save_options)
+    return schedule
+
+
+def edit_schedule(schedule: Schedule, changes: Mapping[str, Any]) -> Schedule:
+    """Apply ``changes`` (field values) to the stored ``schedule``, validated, and write them.
+
+    Only the fields named are written, so an edit cannot roll back what the scheduler
+    wrote since ``schedule`` was read. One that changes the plan, or switches the row on
+    or off, re-arms it from now: ``armed`` and ``next_due`` are cleared in the same write
+    (the database's trigger would clear them too; this way the returned row says so).
+    """
+    loaded = {name: getattr(schedule, name) for name in REARMING_FIELDS}
+    for name, value in changes.items():
+        setattr(schedule, name, value)
+    validate_schedule(schedule)  # reads the plan as stored: "0:15:00" is a timedelta now
+    written = {*changes, "updated_at"}
+    if any(getattr(schedule, name) != value for name, value in loaded.items()):
+        schedule.armed, schedule.next_due = False, None
+        written |= {"armed", "next_due"}
+    schedule.save(update_fields=written)
     return schedule

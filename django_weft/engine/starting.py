@@ -1,10 +1,12 @@
 """The start step: a run's intent, written in one transaction.
 
 Everything that starts a run comes through here: a call, the API, a socket, the admin, a
-schedule's fire, a finish hook's chained start. :func:`start_or_get` opens its own
-transaction; :func:`insert_run` writes into the caller's (a fire, a finish), so that the
-run exists only if the caller's work commits. Nothing here publishes: the caller does,
-after the commit (see :mod:`django_weft.live.changes`).
+schedule's fire, a finish hook's chained start. Each hands over a :class:`StartRequest`
+(what to start, as whom) and the moment it starts; a schedule's fire adds the
+:class:`Slot` it fills. :func:`start_or_get` opens its own transaction;
+:func:`insert_run` writes into the caller's (a fire, a finish), so that the run exists
+only if the caller's work commits. Nothing here publishes: the caller does, after the
+commit (see :mod:`django_weft.live.changes`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -26,7 +29,6 @@ from django_weft.exceptions import (
 )
 from django_weft.jobs.registry import Job, check_priority
 from django_weft.models import Document, Run, Schedule
-from django_weft.timing import clocks
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -41,71 +43,66 @@ IDEMPOTENCY_KEY_LENGTH = cast(int, Run._meta.get_field("idempotency_key").max_le
 BULK_INSERT_ROWS = 500
 
 
-def start_or_get(
-    job: Job,
-    args: Mapping[str, Any] | None = None,
-    *,
-    key: str | None = None,
-    owner: AbstractBaseUser | None = None,
-    now: datetime | None = None,
-    priority: int | None = None,
-) -> tuple[Run, bool]:
-    """Start a run of ``job`` in its own transaction; also say whether this call made it.
+@dataclass(frozen=True, slots=True)
+class StartRequest:
+    """What a start asks for: a run of ``job`` with ``args``, as ``owner``.
+
+    ``key`` is an idempotency key (the owner's own: see :func:`scoped_key`); a resent
+    start with it gets the run the first one made. ``priority`` defaults to the job's.
+    The args are checked when the run is written, against the job's serializer; a
+    priority outside -100..100 is refused here, with a ``ValueError`` naming it.
+    """
+
+    job: Job
+    args: Mapping[str, Any] | None = None
+    key: str | None = None
+    owner: AbstractBaseUser | None = None
+    priority: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.priority is not None:
+            check_priority(self.priority)
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """The slot of ``schedule`` a fire fills: the run's ``due``, unique per schedule.
+
+    A fire's args are the schedule's, already validated against the job when the fire
+    was decided, so a start with a slot stores them as they are.
+    """
+
+    schedule: Schedule
+    due: datetime
+
+
+def start_or_get(request: StartRequest, *, now: datetime) -> tuple[Run, bool]:
+    """Start the run ``request`` asks for in its own transaction; also say whether this
+    call made it.
 
     Raises :class:`~django_weft.exceptions.InvalidArgs` for args that fail the job's
     serializer and :class:`~django_weft.exceptions.StartRefused` (concurrency limit,
-    reused key); in both cases nothing is written. With ``key`` a resent start returns
+    reused key); in both cases nothing is written. With a key a resent start returns
     the run the first one made, and False (an HTTP API answers 200 instead of 201 then).
-    ``priority`` (default: the job's) orders the claim: higher first, then older first.
+    The priority (default: the job's) orders the claim: higher first, then older first.
     """
     with transaction.atomic():
-        return _insert(job, args, key=key, owner=owner, now=now, priority=priority)
+        return _insert(request, now, None)
 
 
-def insert_run(
-    job: Job,
-    args: Mapping[str, Any] | None,
-    *,
-    key: str | None = None,
-    owner: AbstractBaseUser | None = None,
-    schedule: Schedule | None = None,
-    due: datetime | None = None,
-    now: datetime | None = None,
-    validated: bool = False,
-    priority: int | None = None,
-) -> Run:
+def insert_run(request: StartRequest, *, now: datetime, slot: Slot | None = None) -> Run:
     """Write the start of a run into the caller's transaction (a schedule's fire, a finish).
 
     Opens none of its own: the run exists only if the caller commits.
     """
-    return _insert(
-        job,
-        args,
-        key=key,
-        owner=owner,
-        schedule=schedule,
-        due=due,
-        now=now,
-        validated=validated,
-        priority=priority,
-    )[0]
+    return _insert(request, now, slot)[0]
 
 
-def _insert(
-    job: Job,
-    args: Mapping[str, Any] | None,
-    *,
-    key: str | None = None,
-    owner: AbstractBaseUser | None = None,
-    schedule: Schedule | None = None,
-    due: datetime | None = None,
-    now: datetime | None = None,
-    validated: bool = False,
-    priority: int | None = None,
-) -> tuple[Run, bool]:
-    priority = job.priority if priority is None else check_priority(priority)
-    stored = dict(args or {}) if validated else job.validate_args(args)
-    given, key = key, None if key is None else scoped_key(key, owner)
+def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Run, bool]:
+    job, owner, given = request.job, request.owner, request.key
+    priority = job.priority if request.priority is None else request.priority
+    stored = dict(request.args or {}) if slot is not None else job.validate_args(request.args)
+    key = None if given is None else scoped_key(given, owner)
     concurrency_key = ""
     if job.concurrency is not None:
         concurrency_key = (
@@ -122,9 +119,8 @@ def _insert(
         job,
         stored,
         owner=owner,
-        schedule=schedule,
-        due=due,
-        now=now or clocks.now(),
+        slot=slot,
+        now=now,
         priority=priority,
         key=key,
         concurrency_key=concurrency_key,
@@ -168,8 +164,7 @@ def new_run(
     stored: dict[str, Any],
     *,
     owner: AbstractBaseUser | None,
-    schedule: Schedule | None,
-    due: datetime | None,
+    slot: Slot | None,
     now: datetime,
     priority: int,
     key: str | None = None,
@@ -182,8 +177,8 @@ def new_run(
         job_version=job.version,
         args=stored,
         owner=cast(Any, owner),  # AUTH_USER_MODEL, whatever class the project swapped in
-        schedule=schedule,
-        due=due,
+        schedule=slot.schedule if slot is not None else None,
+        due=slot.due if slot is not None else None,
         idempotency_key=key,
         concurrency_key=concurrency_key,
         queue=job.queue,

@@ -1,21 +1,23 @@
-"""What a finish hook receives: the outcome of a run, and a handle on its transaction."""
+"""What a finish hook receives: how the run ended, and what it may do in that transaction.
+
+A hook is written ``def finished(outcome: Outcome, tx: FinishContext) -> None``.
+:class:`FinishContext` is a protocol, the promise the hook is typed against; the engine
+hands it the finish step's own object (:class:`django_weft.engine.finishing.Finish`),
+so that what the job author imports does not reach into the engine that runs it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from django_weft.engine.starting import insert_run
-from django_weft.jobs.revisions import Change, change_document, open_document
-from django_weft.live.changes import Changes
+from django_weft.jobs.revisions import Change
 from django_weft.models import Document, Run
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
-
-    from django_weft.jobs.registry import Job
 
 
 @dataclass(frozen=True)
@@ -35,13 +37,17 @@ class Outcome:
         return self.kind == "done"
 
 
-class FinishContext:
-    """The finish transaction: what a hook changes or starts commits with the outcome."""
+class FinishContext(Protocol):
+    """The finish transaction: what a hook changes or starts commits with the outcome.
 
-    def __init__(self, *, run: Run, now: datetime, changes: Changes) -> None:
-        self.run = run
-        self.now = now
-        self._changes = changes
+    ``run`` is the finishing run, ``now`` the finish time.
+    """
+
+    @property
+    def run(self) -> Run: ...
+
+    @property
+    def now(self) -> datetime: ...
 
     def document(
         self,
@@ -51,24 +57,22 @@ class FinishContext:
         version: int = 1,
         initial: Callable[[], dict[str, Any]] = dict,
     ) -> Document:
-        return open_document(key, schema=schema, version=version, initial=initial)
+        """The application document at ``key``, created with ``initial()`` if new."""
 
     def change(self, document: Document, change: Change) -> Document:
-        changed = change_document(document, change)
-        self._changes.document(changed.pk)
-        return changed
+        """Apply ``change`` to ``document`` as its next revision, announced after commit."""
 
     def start(
         self,
-        job: Job,
+        job: Any,
         args: Mapping[str, Any] | None = None,
         *,
         key: str | None = None,
         owner: AbstractBaseUser | None = None,
     ) -> Run:
-        """Start another job; it exists only if this finish commits."""
-        run = insert_run(
-            job, args, key=key, owner=owner if owner is not None else self.run.owner, now=self.now
-        )
-        self._changes.run(run.pk)
-        return run
+        """Start another job (a :class:`~django_weft.jobs.registry.Job`); it exists only
+        if this finish commits. The owner defaults to the finishing run's.
+
+        ``job`` is typed ``Any`` because the registry types its hooks with this protocol:
+        naming ``Job`` here would tie the two modules in a loop.
+        """

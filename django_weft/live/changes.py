@@ -2,11 +2,11 @@
 
 The run steps (start, claim, finish, fire, reap) and the documents' revisions write rows;
 they do not publish, since publishing belongs to the layer above them. Each step notes
-in a :class:`Changes` which runs and documents it touched, and the entry point that
-called it (the worker loop, :mod:`django_weft.operations`, :mod:`django_weft.operations`)
-hands the note to :func:`django_weft.live.publisher.publish`. The publisher reads every noted row
-again after the commit, so a note about work that was rolled back publishes the row as
-it stands, never what did not happen.
+in a :class:`Changes` which runs and documents it touched, and whoever called it (the
+worker loop, or :mod:`django_weft.operations` for every request) hands the note to
+:func:`django_weft.live.publisher.publish`. The publisher reads every noted row again after
+the commit, so a note about work that was rolled back publishes the row as it stands,
+never what did not happen.
 """
 
 from __future__ import annotations

@@ -35,6 +35,25 @@ class RunQuerySet(models.QuerySet["Run"]):
     def finished(self) -> RunQuerySet:
         return self.exclude(status__in=UNFINISHED)
 
+    def latest_finished(self) -> RunQuerySet:
+        """Finished runs, the one that finished last first."""
+        return self.finished().order_by("-finished_at")
+
+    def newest_unfinished(self, *, after: uuid.UUID | None = None) -> RunQuerySet:
+        """Unfinished runs, newest first; with ``after``, those that come after that run.
+
+        The order is total (created, then id), so pages that each start after the last
+        run of the one before miss no run and repeat none. Raises ``Run.DoesNotExist``
+        when there is no run ``after``.
+        """
+        newest = self.unfinished().order_by("-created_at", "-pk")
+        if after is None:
+            return newest
+        anchor = Run.objects.filter(pk=after).values_list("created_at", flat=True).first()
+        if anchor is None:
+            raise Run.DoesNotExist(f"no run {after}")
+        return newest.filter(created_at__lte=anchor).exclude(created_at=anchor, pk__gte=after)
+
     def next_retry(self) -> datetime | None:
         """When the earliest run waiting for a retry may be claimed."""
         waiting = self.filter(status=RunStatus.QUEUED, retry_at__isnull=False)

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -208,73 +207,36 @@ class Schedule(models.Model):
         return self.name
 
     def save(self, *args: Any, **kwargs: Any) -> None:
-        """Refuse a plan that cannot be scheduled, and mark an edited plan to be re-armed.
+        """Refuse a plan that cannot be scheduled; leave the scheduler's fields to it.
 
         The plan is the row's own data, checked here on every write path (a refused row
         writes nothing). Its job and args are checked against the deployed code by
         :func:`django_weft.engine.schedules.validate_schedule`, which the admin, the API and
         :mod:`django_weft.operations` call, and again at every fire.
+
+        A full save of a stored row writes the fields its editors own
+        (:meth:`edited_fields`), never :data:`SCHEDULER_FIELDS`, so an instance read
+        before a fire cannot roll back what the scheduler wrote since; a save naming
+        ``update_fields`` writes those. Re-arming a row whose plan an UPDATE changes is
+        the database's (the trigger of migration ``0003_rearm_triggers``), whoever writes.
         """
         self.validate_plan()
-        rearm = self._plan_edited()
-        if not self._state.adding and kwargs.get("update_fields") is None and not args:
-            kwargs["update_fields"] = [
-                field.name
-                for field in self._meta.concrete_fields
-                if not field.primary_key and field.name not in SCHEDULER_FIELDS
-            ]
-        if rearm:
-            self.armed = False
-            self.next_due = None
-            if kwargs.get("update_fields") is not None:
-                kwargs["update_fields"] = {*kwargs["update_fields"], "armed", "next_due"}
+        full_update = not self._state.adding and not kwargs.get("force_insert")
+        if full_update and not args and kwargs.get("update_fields") is None:
+            kwargs["update_fields"] = self.edited_fields()
         super().save(*args, **kwargs)
-        self._loaded_plan = self._plan_values()
 
-    @classmethod
-    def from_db(cls, db: str | None, field_names: Any, values: Any, **kwargs: Any) -> Schedule:
-        # **kwargs: Django 6.1 passes fetch_mode, 5.2 passes nothing more.
-        instance = super().from_db(db, field_names, values, **kwargs)
-        instance._loaded_plan = instance._plan_values()
-        return instance
-
-    def refresh_from_db(
-        self,
-        using: str | None = None,
-        fields: Iterable[str] | None = None,
-        from_queryset: models.QuerySet[Schedule] | None = None,
-    ) -> None:
-        fields = None if fields is None else list(fields)
-        super().refresh_from_db(using, fields, from_queryset)
-        # What was just read is what is stored, so an edit is measured against it. A
-        # deferred field read on first use comes through here too.
-        refreshed = {
-            name: value
-            for name, value in self._plan_values().items()
-            if fields is None or name in fields
-        }
-        self._loaded_plan = {**getattr(self, "_loaded_plan", {}), **refreshed}
-
-    def _plan_values(self) -> dict[str, Any]:
-        # Re-enabling counts as an edit: a row switched back on is armed from now, so
-        # it does not fire slots that passed while it was off. Read from __dict__, so a
-        # field left out by only() or defer() is not fetched (nor, from from_db, looped on).
-        return {
-            name: self.__dict__[name] for name in (*PLAN_FIELDS, "enabled") if name in self.__dict__
-        }
-
-    def _plan_edited(self) -> bool:
-        loaded: dict[str, Any] | None = getattr(self, "_loaded_plan", None)
-        if loaded is None:
-            return True
-        current = self._plan_values()
-        unread = [name for name in current if name not in loaded]
-        if unread:
-            # Set without being read first (left out by only(), or fetched along with
-            # its peers): compare with what the row holds.
-            row = type(self)._base_manager.using(self._state.db).filter(pk=self.pk)
-            loaded = {**loaded, **(row.values(*unread).first() or {})}
-        return any(name not in loaded or loaded[name] != value for name, value in current.items())
+    def edited_fields(self) -> list[str]:
+        """What a full save of this stored row writes: every loaded field but the
+        scheduler's (a field left out by ``only()`` or ``defer()`` is left alone too)."""
+        deferred = self.get_deferred_fields()
+        return [
+            field.name
+            for field in self._meta.concrete_fields
+            if not field.primary_key
+            and field.name not in SCHEDULER_FIELDS
+            and field.attname not in deferred
+        ]
 
     def forget_last_run(self) -> None:
         """Clear the last-run record, so that a one-off fires again at its ``at``.

@@ -974,14 +974,15 @@ def test_catch_up_all_after_a_long_outage_makes_up_the_window_only(
 
 
 def test_refused_one_off_is_not_started_and_fires_once_allowed(
-    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]]
+    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]], requests_on_clock: None
 ) -> None:
     """A one-off refused by its job's concurrency limit fires later with its own due."""
     from django_weft.operations import start
     from example_project.shell.jobs import shell
 
     clock.advance(timedelta(0))  # the worker registers its process
-    blocker = start(shell, {"command": "long", "lines": 1}, now=clock.now())
+    blocker = start(shell, {"command": "long", "lines": 1})
+    assert blocker.created_at == clock.now(), "started on the worker's clock"
     Run.objects.filter(pk=blocker.pk).update(status=RunStatus.RUNNING, worker=worker.process)
     due = clock.now() - timedelta(minutes=5)
     row = Schedule.objects.create(

@@ -21,7 +21,7 @@ from django.test import override_settings
 from django_weft.engine.worker import Worker
 from django_weft.models import Run, RunStatus
 from django_weft.operations import change_document, open_document, start
-from django_weft.sockets.consumers import CLOSE_RESYNC_FAILED
+from django_weft.sockets.outages import CLOSE_RESYNC_FAILED
 from example_project.shell.jobs import shell
 from tests.faults.servers import PostgresCluster, RedisServer
 from tests.live_client import CommunicatorSocket, Frame, open_socket
