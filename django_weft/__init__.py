@@ -27,6 +27,7 @@ _HOMES: dict[str, str] = {
     "FinishContext": "django_weft.jobs.outcomes",
     # Starting and aborting runs, changing documents.
     "start": "django_weft.operations",
+    "StartRequest": "django_weft.engine.starting",
     "astart": "django_weft.operations",
     "abort": "django_weft.operations",
     "aabort": "django_weft.operations",
@@ -72,6 +73,7 @@ def __dir__() -> list[str]:
 # Type checkers cannot follow __getattr__: they read the same names from here. Keep this
 # list equal to _HOMES (tests/test_public_face.py checks that it is).
 if TYPE_CHECKING:
+    from django_weft.engine.starting import StartRequest as StartRequest
     from django_weft.exceptions import ConcurrencyLimitReached as ConcurrencyLimitReached
     from django_weft.exceptions import Forbidden as Forbidden
     from django_weft.exceptions import IdempotencyKeyReused as IdempotencyKeyReused
