@@ -378,6 +378,8 @@ def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict
     or ``refused`` for any other refusal.
     """
     if isinstance(error, ValidationError):
+        if not hasattr(error, "error_dict"):  # raised without naming a field
+            return "invalid", "; ".join(error.messages), {}
         return "invalid", "invalid input", dict(error.message_dict)
     if isinstance(error, UnknownJob):
         return "invalid", str(error), {"job": [str(error)]}

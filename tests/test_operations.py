@@ -13,6 +13,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import connections
 from django.utils import timezone
 
+from django_weft import operations
 from django_weft.engine.finishing import finish
 from django_weft.engine.worker import Worker
 from django_weft.exceptions import (
@@ -371,3 +372,13 @@ def test_edit_that_leaves_the_plan_as_it_was_does_not_re_arm() -> None:
     Schedule.objects.filter(pk=row.pk).update(armed=True, next_due=due)
     edit_schedule_for(editor, Schedule.objects.get(pk=row.pk), {"every": "1:00:00"})
     assert Schedule.objects.filter(pk=row.pk, armed=True, next_due=due).exists()
+
+
+def test_describe_refusal_of_a_validation_error_without_fields_gives_its_message() -> None:
+    """A ValidationError that names no field is described by its own messages, not a crash."""
+    error = ValidationError(["the plan never fires", "the zone is gone"])
+    assert operations.describe_refusal(error) == (
+        "invalid",
+        "the plan never fires; the zone is gone",
+        {},
+    )
