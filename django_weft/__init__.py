@@ -33,10 +33,12 @@ _HOMES: dict[str, str] = {
     "aabort": "django_weft.operations",
     "open_document": "django_weft.operations",
     "change_document": "django_weft.operations",
+    "save_schedule": "django_weft.engine.schedules",
     "Change": "django_weft.jobs.revisions",
     "DocumentConflict": "django_weft.jobs.revisions",
     # A project's own tests.
     "DrivenClock": "django_weft.testing",
+    "Rehearsal": "django_weft.testing",
     # The errors callers catch.
     "WeftError": "django_weft.exceptions",
     "UnknownJob": "django_weft.exceptions",
@@ -73,6 +75,7 @@ def __dir__() -> list[str]:
 # Type checkers cannot follow __getattr__: they read the same names from here. Keep this
 # list equal to _HOMES (tests/test_public_face.py checks that it is).
 if TYPE_CHECKING:
+    from django_weft.engine.schedules import save_schedule as save_schedule
     from django_weft.engine.starting import StartRequest as StartRequest
     from django_weft.exceptions import ConcurrencyLimitReached as ConcurrencyLimitReached
     from django_weft.exceptions import Forbidden as Forbidden
@@ -104,3 +107,4 @@ if TYPE_CHECKING:
     from django_weft.operations import open_document as open_document
     from django_weft.operations import start as start
     from django_weft.testing import DrivenClock as DrivenClock
+    from django_weft.testing import Rehearsal as Rehearsal

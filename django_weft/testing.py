@@ -1,9 +1,13 @@
-"""Helpers for a project's own tests and rehearsals: the driven clock.
+"""Helpers for a project's own tests and rehearsals: the driven clock, and a rehearsal.
 
-``DrivenClock`` is a clock you move by hand. Build a :class:`~django_weft.engine.worker.Worker`
-on it and call ``advance(timedelta(days=7))``: every schedule that comes due in that
-week fires in time order, each at its own moment, and each run finishes before time
-moves on. A week of schedule takes about as long as the runs themselves.
+``DrivenClock`` is a clock that moves only when told to; on its own, ``advance()`` just
+moves it. A :class:`Rehearsal` drives a :class:`~django_weft.engine.worker.Worker` and
+its driven clock together: ``rehearsal.advance(timedelta(days=7))`` fires every
+schedule that comes due in that week in time order, each at its own moment, and each run
+finishes before time moves on. A week of schedule takes about as long as the runs
+themselves. While it lives the rehearsal's clock is the process's clock
+(:func:`~django_weft.timing.clocks.install_clock`), so runs started by code, the admin or
+the API in the meantime live on the rehearsal's time too.
 
 Used as ``runjobs --clock django_weft.testing.DrivenClock`` with no one to advance it,
 the clock jumps straight to each next due time: a rehearsal that runs the schedule as
@@ -13,13 +17,21 @@ fast as the jobs allow, starting now.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from types import TracebackType
+from typing import Any
 
+from django_weft.engine.worker import Worker
+from django_weft.timing import clocks
 from django_weft.timing.clocks import Clock, ClockPaused
 
-if TYPE_CHECKING:
-    from django_weft.engine.worker import Worker
+
+def _forward(delta: timedelta) -> timedelta:
+    if delta < timedelta(0):
+        raise ValueError(f"a driven clock only moves forward, not by {delta}")
+    return delta
 
 
 class DrivenClock(Clock):
@@ -29,19 +41,15 @@ class DrivenClock(Clock):
 
     def __init__(self, start: datetime | None = None) -> None:
         self._now = (start or datetime.now(UTC)).astimezone(UTC)
+        #: Where a sleep pauses (``ClockPaused``) while somebody drives the clock.
         self._until: datetime | None = None
-        self._worker: Worker | None = None
 
     def now(self) -> datetime:
         return self._now
 
-    def attach(self, worker: Worker) -> None:
-        """The newest worker built on this clock is the one ``advance()`` drives."""
-        self._worker = worker
-
     def sleep_until(self, moment: datetime | None, wake: threading.Event, longest: float) -> None:
         if self._until is None:
-            # Nobody is advancing: a rehearsal, time jumps to whatever comes next.
+            # Nobody is driving: a rehearsal at full speed, time jumps to what comes next.
             self._now = max(self._now, moment or self._now + timedelta(seconds=longest))
             return
         if moment is None or moment > self._until:
@@ -50,22 +58,90 @@ class DrivenClock(Clock):
         self._now = max(self._now, moment)
 
     def advance(self, delta: timedelta) -> None:
-        """Move time forward by ``delta``, firing and running everything due on the way."""
-        if delta < timedelta(0):
-            raise ValueError(f"a driven clock only moves forward, not by {delta}")
-        target = self._now + delta
-        if self._worker is None:
-            self._now = target
-            return
-        self._until = target
-        try:
-            self._worker.run_until_paused()
-        finally:
-            self._until = None
-        self._now = target
+        """Move time forward by ``delta``; nothing runs (a :class:`Rehearsal` runs its
+        worker through the time it advances)."""
+        self._now += _forward(delta)
 
     def skip(self, delta: timedelta) -> None:
         """Move time forward by ``delta`` without running anything, as if the process were down."""
-        if delta < timedelta(0):
-            raise ValueError(f"a driven clock only moves forward, not by {delta}")
-        self._now += delta
+        self._now += _forward(delta)
+
+    @contextmanager
+    def pausing_at(self, moment: datetime) -> Iterator[None]:
+        """While inside, a sleep moves time up to ``moment`` at most, then raises
+        ``ClockPaused`` there; time is at ``moment`` after a block that did not raise."""
+        self._until = moment
+        try:
+            yield
+        finally:
+            self._until = None
+        self._now = max(self._now, moment)
+
+
+class Rehearsal:
+    """A worker on a driven clock, and the clock installed as the process's while it lives.
+
+    ``Rehearsal(clock, **worker_options)`` builds ``Worker(clock=clock, **worker_options)``
+    (a new :class:`DrivenClock` at the real now without ``clock``). Close it when done
+    (``close()``, or use it as a context manager): that closes the worker and puts the
+    process clock back as it was.
+    """
+
+    def __init__(self, clock: DrivenClock | None = None, **worker_options: Any) -> None:
+        self.clock = clock or DrivenClock()
+        self._options = worker_options
+        self._previous = clocks.install_clock(self.clock)
+        self._closed = False
+        try:
+            self.worker = Worker(clock=self.clock, **worker_options)
+        except BaseException:
+            clocks.install_clock(self._previous)
+            raise
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def advance(self, delta: timedelta) -> None:
+        """Move time forward by ``delta``, firing and running everything due on the way.
+
+        The worker does what is due, sleeps to the next due moment, and so on: each fire
+        at its own moment, in time order, and each run finished before time moves on.
+        ``advance(timedelta(0))`` does what is due now. Time ends exactly at the target.
+        """
+        target = self.clock.now() + _forward(delta)
+        with self.clock.pausing_at(target):
+            self.worker.run_until_paused()
+
+    def skip(self, delta: timedelta) -> None:
+        """Move time forward by ``delta`` without running anything, as if the process were down."""
+        self.clock.skip(delta)
+
+    def restart(self, down: timedelta = timedelta(0), **worker_options: Any) -> Worker:
+        """Close the worker, let ``down`` pass with no worker, and build a new one (with
+        the same options, but for those given): a process restart."""
+        self.worker.close()
+        self.clock.skip(down)
+        self._options = {**self._options, **worker_options}
+        self.worker = Worker(clock=self.clock, **self._options)
+        return self.worker
+
+    def close(self) -> None:
+        """Close the worker and put back the process clock installed before."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.worker.close()
+        finally:
+            clocks.install_clock(self._previous)
+
+    def __enter__(self) -> Rehearsal:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

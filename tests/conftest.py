@@ -19,7 +19,7 @@ from django_weft.live import layer_health, publisher
 from django_weft.live.layer_health import LayerOutage
 from django_weft.models import Schedule
 from django_weft.signals import schedule_failed
-from django_weft.testing import DrivenClock
+from django_weft.testing import DrivenClock, Rehearsal
 from tests.live_client import CommunicatorSocket
 
 
@@ -41,10 +41,17 @@ def clock() -> DrivenClock:
 
 
 @pytest.fixture
-def worker(clock: DrivenClock, transactional_db: None) -> Iterator[Worker]:
-    built = Worker(clock=clock, executor="django_weft.engine.executors.InlineExecutor")
-    yield built
-    built.close()
+def rehearsal(clock: DrivenClock, transactional_db: None) -> Iterator[Rehearsal]:
+    """An inline worker on ``clock``, driven by ``rehearsal.advance()``; the clock is the
+    process's while the test runs."""
+    with Rehearsal(clock, executor="django_weft.engine.executors.InlineExecutor") as built:
+        yield built
+
+
+@pytest.fixture
+def worker(rehearsal: Rehearsal) -> Worker:
+    """The rehearsal's worker (the newest one, when the test restarted it)."""
+    return rehearsal.worker
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from django_weft.sandbox.config import RoomConfig
 from django_weft.sandbox.host import host_function
 from django_weft.sandbox.protocol import OPTIONAL_LAYERS
 from django_weft.sandbox.runner import ProcessRunner
-from django_weft.testing import DrivenClock
+from django_weft.testing import Rehearsal
 
 ROGUE_CHILD = Path(__file__).with_name("rogue_child.py")
 
@@ -72,7 +72,7 @@ def store(source: str, name: str = "tests/escape", grants: list[str] | None = No
 
 
 def run_module(
-    clock: DrivenClock,
+    rehearsal: Rehearsal,
     source: str | None = None,
     *,
     name: str = "tests/escape",
@@ -92,7 +92,7 @@ def run_module(
         run_args["args"] = args
     run = start(registry.get("weft.module"), run_args)
     beside = start(registry.get("tests.noop"))
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     run.refresh_from_db()
     beside.refresh_from_db()
     assert beside.status == RunStatus.DONE, "the worker did not go on after the module's run"

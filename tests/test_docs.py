@@ -41,7 +41,7 @@ from django_weft.engine.worker import Worker
 from django_weft.jobs.registry import Job, registry
 from django_weft.models import Run, RunStatus, Schedule
 from django_weft.operations import start
-from django_weft.testing import DrivenClock
+from django_weft.testing import DrivenClock, Rehearsal
 from tests.example_server import free_port
 from tests.processes import ChildProcess, dies_with_parent, port_is_open, wait_for
 
@@ -181,12 +181,9 @@ def test_readme_first_job_fired_by_its_schedule(
     """README's schedule fires README's job at 07:00 in Toronto: the digest of that day."""
     caplog.set_level("INFO", logger="readme_jobs")
     clock = DrivenClock(datetime(2026, 3, 7, 11, 0, tzinfo=UTC))  # 06:00 in Toronto
-    worker = Worker(clock=clock, executor="django_weft.engine.executors.InlineExecutor")
-    try:
+    with Rehearsal(clock, executor="django_weft.engine.executors.InlineExecutor") as rehearsal:
         exec(readme_block("Schedule.objects.create("), {})
-        clock.advance(timedelta(hours=2))
-    finally:
-        worker.close()
+        rehearsal.advance(timedelta(hours=2))
     run = Run.objects.get(schedule=Schedule.objects.get(name="nightly digest"))
     assert run.due == datetime(2026, 3, 7, 12, 0, tzinfo=UTC)
     assert (run.status, run.result) == (RunStatus.DONE, {"day": "2026-03-07"})

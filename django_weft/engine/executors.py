@@ -21,7 +21,7 @@ from collections.abc import Callable
 from django.db import connections
 
 from django_weft.conf import weft_settings
-from django_weft.engine.outages import drop_broken_connections
+from django_weft.jobs.connections import drop_broken_connections
 from django_weft.loading import import_setting
 
 Task = Callable[[], object]

@@ -12,10 +12,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from datetime import datetime
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError
 
+from django_weft.jobs.connections import drop_broken_connections
 from django_weft.jobs.retries import exponential_delay
+from django_weft.live.changes import Changes
 
 #: The back-off after the first failure, and its cap: a restarted server is used again
 #: within about two seconds of accepting connections.
@@ -23,48 +26,11 @@ BACKOFF_INITIAL = 0.05
 BACKOFF_CAP = 2.0
 BACKOFF_JITTER = 0.25
 
-
-def drop_broken_connections() -> None:
-    """Close this thread's connections that broke or expired; keep healthy ones for ever.
-
-    A worker is one long request: Django's ``close_old_connections()`` would honour
-    ``CONN_MAX_AGE = 0`` and connect again for every step and every run. Here a
-    connection is closed only after a database error made it unusable, or when a positive
-    ``CONN_MAX_AGE`` says it is too old.
-    """
-    for connection in connections.all(initialized_only=True):
-        if connection.connection is None or connection.in_atomic_block:
-            continue
-        max_age = connection.settings_dict.get("CONN_MAX_AGE")
-        expired = (
-            bool(max_age)
-            and connection.close_at is not None
-            and time.monotonic() >= connection.close_at
-        )
-        if connection.errors_occurred:
-            usable = _is_usable(connection)
-            connection.errors_occurred = False
-            if not usable:
-                _close(connection)
-                continue
-        if expired:
-            _close(connection)
-
-
-def _is_usable(connection: object) -> bool:
-    try:
-        return bool(connection.is_usable())  # type: ignore[attr-defined]
-    except Exception:
-        return False
-
-
-def _close(connection: object) -> None:
-    # Closing a connection the server already dropped raises on some drivers: it is
-    # gone either way, and the next query connects again.
-    try:
-        connection.close()  # type: ignore[attr-defined]
-    except Exception:
-        connection.connection = None  # type: ignore[attr-defined]
+#: A step of the worker loop: handed the moment and the changes to note what it wrote
+#: (published when it ends), it does its work and says whether it did any.
+Step = Callable[[datetime, Changes], object]
+#: A step's answer when it raised: the round stops there, the loop backs off.
+FAILED = object()
 
 
 def is_database_error(error: BaseException) -> bool:

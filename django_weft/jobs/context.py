@@ -12,8 +12,8 @@ from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 
 from django_weft.conf import weft_settings
-from django_weft.engine.outages import drop_broken_connections
 from django_weft.exceptions import RunAborted
+from django_weft.jobs.connections import drop_broken_connections
 from django_weft.jobs.output import Throttle
 from django_weft.jobs.revisions import Change, change_document
 from django_weft.models import Run

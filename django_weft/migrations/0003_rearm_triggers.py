@@ -2,8 +2,9 @@
 
 The service layer's edits re-arm an edited row themselves, but a plain ``save()``, a
 ``QuerySet.update()``, a data migration or raw SQL do not go through it. On PostgreSQL
-and SQLite a trigger does the same for every UPDATE: when cron, timezone, every, at, on_gap or on_fold change, or the row
-is switched back on, it is marked unarmed so the scheduler arms it from now.
+and SQLite a trigger does the same for every UPDATE: when cron, timezone, every, at,
+on_gap or on_fold change, or the row is switched back on, it is marked unarmed so the
+scheduler arms it from now.
 """
 
 from django.db import migrations

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from django_weft.conf import weft_settings
 from django_weft.loading import import_setting
 
-if TYPE_CHECKING:
-    from django_weft.engine.worker import Worker
-
 
 class ClockPaused(Exception):
-    """Raised by a driven clock's ``sleep_until`` to hand control back to ``advance()``."""
+    """Raised by a driven clock's ``sleep_until`` at the moment it was told to pause at:
+    it hands control back to whoever is moving time (``Rehearsal.advance()``)."""
 
 
 class Clock:
@@ -36,9 +33,6 @@ class Clock:
     def sleep_until(self, moment: datetime | None, wake: threading.Event, longest: float) -> None:
         """Return at ``moment``, when ``wake`` is set, or after ``longest`` seconds."""
         raise NotImplementedError
-
-    def attach(self, worker: Worker) -> None:
-        """Called by each worker built on this clock; only a driven clock needs it."""
 
 
 class SystemClock(Clock):
@@ -71,14 +65,18 @@ _loaded: tuple[str, Clock] | None = None
 _lock = threading.Lock()
 
 
-def install_clock(clock: Clock | None) -> None:
-    """Make ``clock`` the one every request in this process reads (None: ``WEFT_CLOCK``).
+def install_clock(clock: Clock | None) -> Clock | None:
+    """Make ``clock`` the one this process reads (None: ``WEFT_CLOCK``); returns the one
+    installed before, to put back.
 
-    ``runjobs`` installs the clock its worker runs on, so that a run started from the
-    admin, the API or a socket served by that process lives on the worker's time.
+    ``runjobs`` installs the clock it loaded before it builds its worker (which defaults
+    to :func:`current_clock`), so that a run started from the admin, the API or a socket
+    served by that process lives on the worker's time; a ``Rehearsal`` installs its
+    driven clock while it lives.
     """
     global _installed
-    _installed = clock
+    previous, _installed = _installed, clock
+    return previous
 
 
 def current_clock() -> Clock:

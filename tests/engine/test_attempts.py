@@ -33,7 +33,7 @@ from django_weft.models import (
     WorkerProcess,
 )
 from django_weft.operations import abort, start
-from django_weft.testing import DrivenClock
+from django_weft.testing import DrivenClock, Rehearsal
 from tests.processes import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -46,20 +46,22 @@ def finishes(run: Run) -> dict[str, Any]:
     return data
 
 
-def test_retry_failing_twice_then_done_on_attempt_three(clock: DrivenClock, worker: Worker) -> None:
+def test_retry_failing_twice_then_done_on_attempt_three(
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal
+) -> None:
     """Two failed attempts are kept with their tracebacks; the third ends the run done."""
     run = start(registry.get("tests.flaky"))
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     waiting = Run.objects.get(pk=run.pk)
     assert (waiting.status, waiting.attempt) == (RunStatus.QUEUED, 1)
     assert waiting.retry_at == clock.now() + MINUTE
     assert waiting.error_type == "ConnectionError", "the last attempt's error shows while it waits"
 
-    clock.advance(MINUTE - timedelta(seconds=1))
+    rehearsal.advance(MINUTE - timedelta(seconds=1))
     assert Run.objects.get(pk=run.pk).attempt == 1, "not claimed before its retry_at"
-    clock.advance(timedelta(seconds=1))
+    rehearsal.advance(timedelta(seconds=1))
     assert Run.objects.get(pk=run.pk).attempt == 2
-    clock.advance(2 * MINUTE)
+    rehearsal.advance(2 * MINUTE)
 
     done = Run.objects.get(pk=run.pk)
     assert (done.status, done.attempt, done.result) == (RunStatus.DONE, 3, 3)
@@ -79,10 +81,10 @@ def test_retry_failing_twice_then_done_on_attempt_three(clock: DrivenClock, work
     assert finishes(done) == {"count": 1, "kinds": ["done"]}, "the hook ran once, at the end"
 
 
-def test_retry_attempts_used_up_end_the_run_failed(clock: DrivenClock, worker: Worker) -> None:
+def test_retry_attempts_used_up_end_the_run_failed(rehearsal: Rehearsal) -> None:
     """The last attempt's error is the run's; the earlier one is an attempt record."""
     run = start(registry.get("tests.always_fails"))
-    clock.advance(MINUTE)
+    rehearsal.advance(MINUTE)
     failed = Run.objects.get(pk=run.pk)
     assert (failed.status, failed.attempt) == (RunStatus.FAILED, 2)
     assert failed.error_message == "attempt 2 failed too"
@@ -92,12 +94,10 @@ def test_retry_attempts_used_up_end_the_run_failed(clock: DrivenClock, worker: W
     ]
 
 
-def test_failed_run_stores_its_traceback_without_retries(
-    clock: DrivenClock, worker: Worker
-) -> None:
+def test_failed_run_stores_its_traceback_without_retries(rehearsal: Rehearsal) -> None:
     """A job without a retry policy fails once, with its full traceback on the run."""
     run = start(registry.get("tests.broken"))
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     failed = Run.objects.get(pk=run.pk)
     assert failed.status == RunStatus.FAILED
     assert failed.error_traceback.startswith("Traceback (most recent call last):")
@@ -106,30 +106,32 @@ def test_failed_run_stores_its_traceback_without_retries(
     assert not Attempt.objects.exists()
 
 
-def test_retry_never_types_fail_at_once(clock: DrivenClock, worker: Worker) -> None:
+def test_retry_never_types_fail_at_once(rehearsal: Rehearsal) -> None:
     """An exception type the policy never retries ends the run at its first attempt."""
     run = start(registry.get("tests.never_retried"))
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     failed = Run.objects.get(pk=run.pk)
     assert (failed.status, failed.attempt, failed.error_type) == (RunStatus.FAILED, 1, "KeyError")
     assert not Attempt.objects.exists()
 
 
 def test_retry_schedule_record_shows_the_final_attempt(
-    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]]
+    clock: DrivenClock, rehearsal: Rehearsal, failures: list[dict[str, Any]]
 ) -> None:
     """While a fired run is retried its schedule says running; then the final outcome."""
     row = Schedule.objects.create(name="mail", job="tests.flaky", at=clock.now())
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     assert Schedule.objects.get(pk=row.pk).last_status == LastStatus.RUNNING
     assert failures == [], "a retried attempt is not a failure of the schedule"
-    clock.advance(3 * MINUTE)
+    rehearsal.advance(3 * MINUTE)
     row.refresh_from_db()
     assert (row.last_status, row.last_error_type) == (LastStatus.OK, "")
     assert Run.objects.get(schedule=row).attempt == 3
 
 
-def test_lost_run_is_retried_when_its_job_allows(clock: DrivenClock, worker: Worker) -> None:
+def test_lost_run_is_retried_when_its_job_allows(
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal
+) -> None:
     """A run whose worker died is queued again; the lost attempt is on record."""
     worker.start()
     run = start(registry.get("tests.retried_when_lost"), {"seconds": 0})
@@ -141,7 +143,7 @@ def test_lost_run_is_retried_when_its_job_allows(clock: DrivenClock, worker: Wor
         status=RunStatus.RUNNING, worker=dead, attempt=1, started_at=now - MINUTE
     )
     clock.skip(timedelta(seconds=31))  # a worker reaps after a lost-after window of its own
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     retried = Run.objects.get(pk=run.pk)
     assert (retried.status, retried.attempt, retried.result) == (RunStatus.DONE, 2, 2)
     (lost,) = Attempt.objects.filter(run=run)
@@ -185,12 +187,12 @@ def test_late_report_of_an_earlier_attempt_is_discarded(caplog: pytest.LogCaptur
 
 
 def test_keyboard_interrupt_in_an_inline_job_is_recorded_then_raised(
-    clock: DrivenClock, worker: Worker
+    rehearsal: Rehearsal, worker: Worker
 ) -> None:
     """On the worker's own thread the interrupt ends the worker, after the run is failed."""
     run = start(registry.get("tests.raises_base"), {"kind": "keyboard_interrupt"})
     with pytest.raises(KeyboardInterrupt):
-        clock.advance(timedelta(0))
+        rehearsal.advance(timedelta(0))
     worker.close()
     failed = Run.objects.get(pk=run.pk)
     assert (failed.status, failed.error_type) == (RunStatus.FAILED, "KeyboardInterrupt")
@@ -265,7 +267,7 @@ def test_timeout_gives_up_on_a_run_that_ignores_it(single_worker: Worker) -> Non
     # Its concurrency slot (the job allows one unfinished run) and its thread are free.
     second = start(stubborn, {"seconds": 0})
     wait_for(lambda: Run.objects.get(pk=second.pk).status == RunStatus.DONE, what="the next run")
-    wait_for(lambda: not single_worker._executions, what="the abandoned run to end", timeout=15)
+    wait_for(lambda: not single_worker.in_flight, what="the abandoned run to end", timeout=15)
     assert Run.objects.get(pk=run.pk).status == RunStatus.LOST, "its late outcome was discarded"
 
 

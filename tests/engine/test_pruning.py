@@ -14,11 +14,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from django_weft.engine.pruning import prune, prune_batch
-from django_weft.engine.worker import Worker
 from django_weft.jobs.registry import registry
 from django_weft.models import Attempt, Document, Run, RunStatus, Schedule, WorkerProcess
 from django_weft.operations import start
-from django_weft.testing import DrivenClock
+from django_weft.testing import DrivenClock, Rehearsal
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -99,12 +98,12 @@ def test_prunejobs_refuses_a_bad_age(value: str) -> None:
     assert Run.objects.count() == 1
 
 
-def test_runjobs_prunes_when_the_setting_asks(clock: DrivenClock, worker: Worker) -> None:
+def test_runjobs_prunes_when_the_setting_asks(clock: DrivenClock, rehearsal: Rehearsal) -> None:
     """With WEFT_PRUNE_AFTER set, the worker deletes old runs as it goes; without, never."""
     old = finished_run("done", 0)
     Run.objects.filter(pk=old.pk).update(finished_at=clock.now() - 40 * DAY)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     assert Run.objects.filter(pk=old.pk).exists(), "pruning is off by default"
     with override_settings(WEFT_PRUNE_AFTER=30 * DAY, WEFT_PRUNE_BATCH_SIZE=1):
-        clock.advance(timedelta(seconds=1))
+        rehearsal.advance(timedelta(seconds=1))
         assert not Run.objects.filter(pk=old.pk).exists()

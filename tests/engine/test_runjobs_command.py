@@ -16,7 +16,14 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from django_weft.engine.worker import Worker
+from django_weft.jobs.context import RunContext
+from django_weft.jobs.registry import Job, registry
 from django_weft.models import LastStatus, Run, RunStatus, Schedule, WorkerProcess
+from django_weft.operations import start
+from django_weft.timing import clocks
+from django_weft.timing.clocks import SystemClock
+from tests.clocks import March7
 
 
 @pytest.fixture(autouse=True)
@@ -288,3 +295,40 @@ def test_runjobs_once_restores_signal_handlers() -> None:
     past_one_off()
     runjobs("--once")
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+# --- the process clock -----------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runjobs_installs_its_clock_for_the_process() -> None:
+    """While runjobs runs, the process reads the clock it loaded (what --http serves and
+    code the jobs call read), the worker built without a clock runs on it too, and the
+    clock installed before is back after."""
+    seen: list[tuple[object, datetime]] = []
+
+    def witness(ctx: RunContext) -> None:
+        seen.append((clocks.current_clock(), clocks.now()))
+
+    registered = registry.register(Job(func=witness, name="tests.witness"))
+    built: list[Worker] = []
+    original = Worker.__init__
+
+    def spy(self: Worker, **kwargs: object) -> None:
+        original(self, **kwargs)  # type: ignore[arg-type]
+        built.append(self)
+
+    try:
+        start(registered)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(Worker, "__init__", spy)
+            runjobs("--once", "--clock", "tests.clocks.March7")
+    finally:
+        registry.unregister(registered.name)
+    ((read, now),) = seen
+    (worker,) = built
+    assert isinstance(read, March7)
+    assert read is worker.clock, "the worker's clock is the process's"
+    assert now == datetime(2026, 3, 7, 11, 0, tzinfo=UTC)
+    assert Run.objects.get().started_at == now
+    assert type(clocks.current_clock()) is SystemClock, "uninstalled after"

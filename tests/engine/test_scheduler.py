@@ -2,9 +2,9 @@
 
 The clock starts at 2026-03-07 11:00 UTC, 06:00 in Toronto (EST, -5); Toronto springs
 forward on 2026-03-08, so its 07:00 is 12:00 UTC on the 7th and 11:00 UTC from the 8th.
-``clock.advance`` runs a worker through every slot on the way, ``clock.skip`` moves time
-with the worker down. Expected dues are written out as instants, never read back from
-the code under test.
+``rehearsal.advance`` runs a worker through every slot on the way, ``clock.skip`` moves
+time with the worker down. Expected dues are written out as instants, never read back
+from the code under test.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from django_weft.jobs.registry import Job, registry
 from django_weft.live.changes import Changes
 from django_weft.models import CatchUp, LastStatus, Overlap, Run, RunStatus, Schedule
 from django_weft.signals import run_finished
-from django_weft.testing import DrivenClock
+from django_weft.testing import DrivenClock, Rehearsal
 
 SECOND = timedelta(seconds=1)
 MINUTE = timedelta(minutes=1)
@@ -93,33 +93,33 @@ def temporary_job() -> Iterator[Job]:
 
 
 def test_catch_up_skip_counts_missed_slots_and_rearms_after_now(
-    clock: DrivenClock, worker: Worker
+    clock: DrivenClock, rehearsal: Rehearsal
 ) -> None:
     """Three days down: three digests counted missed, none made up, next is the next 07:00."""
     row = digest()
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     assert stored(row).next_due == utc(2026, 3, 7, 12)
 
     clock.skip(3 * DAY - HOUR)  # back at 10:00 UTC on the 10th, before that day's 07:00 EDT
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row = stored(row)
     assert dues(row) == []
     assert row.missed == 3
     assert row.next_due == utc(2026, 3, 10, 11)
 
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert dues(row) == [utc(2026, 3, 10, 11)]
     assert stored(row).missed == 3
 
 
 def test_catch_up_skip_fires_late_slot_within_grace_with_its_due(
-    clock: DrivenClock, worker: Worker
+    clock: DrivenClock, rehearsal: Rehearsal
 ) -> None:
     """A fire three minutes late (grace five) still runs, with the slot as its due."""
     row = hourly()
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     clock.skip(HOUR + 3 * MINUTE)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     run = Run.objects.get(schedule=row)
     assert run.due == utc(2026, 3, 7, 12)
     assert run.created_at == utc(2026, 3, 7, 12, 3)
@@ -144,13 +144,13 @@ def test_catch_up_skip_fires_late_slot_within_grace_with_its_due(
     ],
 )
 def test_catch_up_skip_uses_row_grace_or_setting(
-    clock: DrivenClock, worker: Worker, grace: timedelta | None, late: timedelta, fires: bool
+    clock: DrivenClock, rehearsal: Rehearsal, grace: timedelta | None, late: timedelta, fires: bool
 ) -> None:
     """A fire late by at most its grace (the row's, else WEFT_GRACE) runs; later, it is missed."""
     row = hourly(grace=grace)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     clock.skip(HOUR + late)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row = stored(row)
     assert dues(row) == ([utc(2026, 3, 7, 12)] if fires else [])
     assert row.missed == (0 if fires else 1)
@@ -158,13 +158,13 @@ def test_catch_up_skip_uses_row_grace_or_setting(
 
 
 def test_catch_up_skip_fires_current_slot_within_grace_after_long_downtime(
-    clock: DrivenClock, worker: Worker
+    clock: DrivenClock, rehearsal: Rehearsal
 ) -> None:
     """Back two minutes after a 07:00 following two days down: older slots missed, that one runs."""
     row = digest()
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     clock.skip(2 * DAY + 2 * MINUTE)  # 11:02 UTC on the 9th, 07:02 EDT
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row = stored(row)
     assert dues(row) == [utc(2026, 3, 9, 11)]
     assert row.missed == 2
@@ -174,23 +174,27 @@ def test_catch_up_skip_fires_current_slot_within_grace_after_long_downtime(
 # -- catch_up="latest" ---------------------------------------------------------------------
 
 
-def test_catch_up_latest_runs_most_recent_missed_slot(clock: DrivenClock, worker: Worker) -> None:
+def test_catch_up_latest_runs_most_recent_missed_slot(
+    clock: DrivenClock, rehearsal: Rehearsal
+) -> None:
     """Down from 11:00 to 14:30: one run due 14:00, 12:00 and 13:00 counted missed."""
     row = hourly(catch_up=CatchUp.LATEST)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     clock.skip(3 * HOUR + 30 * MINUTE)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row = stored(row)
     assert dues(row) == [utc(2026, 3, 7, 14)]
     assert Run.objects.get(schedule=row).created_at == utc(2026, 3, 7, 14, 30)
     assert row.missed == 2
     assert row.next_due == utc(2026, 3, 7, 15)
 
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert dues(row) == [utc(2026, 3, 7, 14), utc(2026, 3, 7, 15)]
 
 
-def test_catch_up_latest_finds_last_slot_of_sparse_cron(clock: DrivenClock, worker: Worker) -> None:
+def test_catch_up_latest_finds_last_slot_of_sparse_cron(
+    clock: DrivenClock, rehearsal: Rehearsal
+) -> None:
     """A Monday-07:00 row down for five weeks runs once, for the last Monday; four are missed."""
     row = Schedule.objects.create(
         name="weekly",
@@ -199,10 +203,10 @@ def test_catch_up_latest_finds_last_slot_of_sparse_cron(clock: DrivenClock, work
         timezone=TORONTO,
         catch_up=CatchUp.LATEST,
     )
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     assert stored(row).next_due == utc(2026, 3, 9, 11)
     clock.skip(32 * DAY)  # Wednesday 2026-04-08
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row = stored(row)
     assert dues(row) == [utc(2026, 4, 6, 11)]
     assert row.missed == 4
@@ -213,13 +217,13 @@ def test_catch_up_latest_finds_last_slot_of_sparse_cron(clock: DrivenClock, work
 
 
 def test_catch_up_all_runs_each_slot_in_window_in_order(
-    clock: DrivenClock, worker: Worker, executed: list[datetime | None]
+    clock: DrivenClock, rehearsal: Rehearsal, executed: list[datetime | None]
 ) -> None:
     """Down until 16:00 with a 3-hour window: runs due 13:00 to 16:00 in order, 12:00 missed."""
     row = hourly(catch_up=CatchUp.ALL, catch_up_window=3 * HOUR)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     clock.skip(5 * HOUR)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     slots = [utc(2026, 3, 7, hour) for hour in (13, 14, 15, 16)]
     assert executed == slots
     row = stored(row)
@@ -233,14 +237,14 @@ def test_catch_up_all_runs_each_slot_in_window_in_order(
 
 
 def test_catch_up_all_window_defaults_to_setting(
-    clock: DrivenClock, worker: Worker, settings: Any
+    clock: DrivenClock, rehearsal: Rehearsal, settings: Any
 ) -> None:
     """Without a window of its own, "all" makes up the slots within WEFT_CATCH_UP_WINDOW."""
     settings.WEFT_CATCH_UP_WINDOW = 2 * HOUR
     row = hourly(catch_up=CatchUp.ALL)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     clock.skip(5 * HOUR + 30 * MINUTE)  # 16:30: the window starts at 14:30
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row = stored(row)
     assert dues(row) == [utc(2026, 3, 7, 15), utc(2026, 3, 7, 16)]
     assert row.missed == 3
@@ -325,71 +329,67 @@ def test_overlap_allow_starts_runs_while_previous_unfinished() -> None:
 # -- every ---------------------------------------------------------------------------------
 
 
-def test_every_first_fire_one_interval_after_row_first_seen(
-    clock: DrivenClock, worker: Worker
-) -> None:
+def test_every_first_fire_one_interval_after_row_first_seen(rehearsal: Rehearsal) -> None:
     """A row added at 11:00:20 with every=1h fires at 12:00:20, then 13:00:20: its own grid."""
-    clock.advance(20 * SECOND)
+    rehearsal.advance(20 * SECOND)
     row = Schedule.objects.create(name="every", job="tests.noop", every=HOUR)
-    clock.advance(2 * HOUR + 5 * MINUTE)
+    rehearsal.advance(2 * HOUR + 5 * MINUTE)
     assert dues(row) == [utc(2026, 3, 7, 12, 0, 20), utc(2026, 3, 7, 13, 0, 20)]
     assert stored(row).next_due == utc(2026, 3, 7, 14, 0, 20)
 
 
 def test_every_counts_from_when_scheduler_first_sees_row(
-    clock: DrivenClock, worker: Worker
+    clock: DrivenClock, rehearsal: Rehearsal
 ) -> None:
     """A row written at 11:00 while no worker runs, first seen at 11:30, fires at 12:30."""
     row = Schedule.objects.create(name="every", job="tests.noop", every=HOUR)
     clock.skip(30 * MINUTE)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert dues(row) == [utc(2026, 3, 7, 12, 30)]
 
 
-def test_every_keeps_its_grid_after_downtime(clock: DrivenClock, worker: Worker) -> None:
+def test_every_keeps_its_grid_after_downtime(clock: DrivenClock, rehearsal: Rehearsal) -> None:
     """After downtime an interval row re-arms on its own grid, not one interval after now."""
     row = Schedule.objects.create(name="every", job="tests.noop", every=HOUR)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     clock.skip(3 * HOUR + 30 * MINUTE)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row = stored(row)
     assert row.missed == 3
     assert row.next_due == utc(2026, 3, 7, 15)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert dues(row) == [utc(2026, 3, 7, 15)]
 
 
 # -- at ------------------------------------------------------------------------------------
 
 
-def test_at_past_one_off_fires_once_with_its_due(clock: DrivenClock, worker: Worker) -> None:
+def test_at_past_one_off_fires_once_with_its_due(rehearsal: Rehearsal, worker: Worker) -> None:
     """A one-off due twenty minutes before the worker started fires once, with that due."""
     row = Schedule.objects.create(name="once", job="tests.noop", at=START - 20 * MINUTE)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     run = Run.objects.get(schedule=row)
     assert run.due == utc(2026, 3, 7, 10, 40)
     assert run.created_at == START
-    clock.advance(DAY)
+    rehearsal.advance(DAY)
     row = stored(row)
     assert dues(row) == [utc(2026, 3, 7, 10, 40)]
     assert row.next_due is None
     assert row.missed == 0
 
 
-def test_at_future_one_off_fires_at_its_moment(clock: DrivenClock, worker: Worker) -> None:
+def test_at_future_one_off_fires_at_its_moment(rehearsal: Rehearsal) -> None:
     """A one-off at 13:15 fires at 13:15 and never again."""
     row = Schedule.objects.create(name="once", job="tests.noop", at=utc(2026, 3, 7, 13, 15))
-    clock.advance(DAY)
+    rehearsal.advance(DAY)
     run = Run.objects.get(schedule=row)
     assert (run.due, run.created_at) == (utc(2026, 3, 7, 13, 15), utc(2026, 3, 7, 13, 15))
 
 
-def test_at_started_one_off_never_fires_again_when_rearmed(
-    clock: DrivenClock, worker: Worker
-) -> None:
+def test_at_started_one_off_never_fires_again_when_rearmed(rehearsal: Rehearsal) -> None:
     """A one-off that started does not fire again on re-enable or an `at` moved before the start."""
     row = Schedule.objects.create(name="once", job="tests.noop", at=START - 20 * MINUTE)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert dues(row) == [utc(2026, 3, 7, 10, 40)]
 
     row = stored(row)
@@ -397,171 +397,167 @@ def test_at_started_one_off_never_fires_again_when_rearmed(
     row.save()
     row.enabled = True
     row.save()
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert dues(row) == [utc(2026, 3, 7, 10, 40)]
 
     row = stored(row)
     row.at = START - 10 * MINUTE  # still before the start at 11:00
     row.save()
-    clock.advance(DAY)
+    rehearsal.advance(DAY)
     assert dues(row) == [utc(2026, 3, 7, 10, 40)]
     assert stored(row).next_due is None
 
 
-def test_at_moved_past_its_start_fires_again_at_new_moment(
-    clock: DrivenClock, worker: Worker
-) -> None:
+def test_at_moved_past_its_start_fires_again_at_new_moment(rehearsal: Rehearsal) -> None:
     """A one-off that ran at 11:00, moved to 12:30, fires again at 12:30 with that due."""
     row = Schedule.objects.create(name="once", job="tests.noop", at=START - 20 * MINUTE)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row = stored(row)
     assert row.last_started == START
     row.at = utc(2026, 3, 7, 12, 30)
     row.save()
-    clock.advance(DAY)
+    rehearsal.advance(DAY)
     assert dues(row) == [utc(2026, 3, 7, 10, 40), utc(2026, 3, 7, 12, 30)]
     assert Run.objects.get(due=utc(2026, 3, 7, 12, 30)).created_at == utc(2026, 3, 7, 12, 30)
 
 
-def test_at_disabled_before_its_time_does_not_fire(clock: DrivenClock, worker: Worker) -> None:
+def test_at_disabled_before_its_time_does_not_fire(rehearsal: Rehearsal) -> None:
     """A one-off disabled after it was armed and before its moment does not fire."""
     row = Schedule.objects.create(name="once", job="tests.noop", at=utc(2026, 3, 7, 12))
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row = stored(row)
     assert row.next_due == utc(2026, 3, 7, 12)
     row.enabled = False
     row.save()
-    clock.advance(DAY)
+    rehearsal.advance(DAY)
     assert dues(row) == []
 
 
-def test_at_deleted_before_its_time_does_not_fire(clock: DrivenClock, worker: Worker) -> None:
+def test_at_deleted_before_its_time_does_not_fire(rehearsal: Rehearsal) -> None:
     """A one-off deleted after it was armed and before its moment does not fire."""
     row = Schedule.objects.create(name="once", job="tests.noop", at=utc(2026, 3, 7, 12))
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row.delete()
-    clock.advance(DAY)
+    rehearsal.advance(DAY)
     assert Run.objects.count() == 0
 
 
 # -- live edits ----------------------------------------------------------------------------
 
 
-def test_live_edit_added_row_fires_on_time(clock: DrivenClock, worker: Worker) -> None:
+def test_live_edit_added_row_fires_on_time(rehearsal: Rehearsal, worker: Worker) -> None:
     """A row added at 11:30 while the worker runs fires at its first slot, 07:15 Toronto."""
-    clock.advance(30 * MINUTE)
+    rehearsal.advance(30 * MINUTE)
     row = Schedule.objects.create(
         name="late-add", job="tests.noop", cron="15 7 * * *", timezone=TORONTO
     )
-    clock.advance(2 * HOUR)
+    rehearsal.advance(2 * HOUR)
     run = Run.objects.get(schedule=row)
     assert (run.due, run.created_at) == (utc(2026, 3, 7, 12, 15), utc(2026, 3, 7, 12, 15))
 
 
-def test_live_edit_cron_rearms_from_now(clock: DrivenClock, worker: Worker) -> None:
+def test_live_edit_cron_rearms_from_now(rehearsal: Rehearsal) -> None:
     """Cron edited at 06:00 Toronto from 07:00 to 08:00 fires at 08:00 that day, not at 07:00."""
     row = digest()
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row = stored(row)
     assert row.next_due == utc(2026, 3, 7, 12)
     row.cron = "0 8 * * *"
     row.save()
     assert (stored(row).armed, stored(row).next_due) == (False, None)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     assert stored(row).next_due == utc(2026, 3, 7, 13)
-    clock.advance(3 * HOUR)
+    rehearsal.advance(3 * HOUR)
     assert dues(row) == [utc(2026, 3, 7, 13)]
 
 
-def test_live_edit_timezone_rearms_from_now(clock: DrivenClock, worker: Worker) -> None:
+def test_live_edit_timezone_rearms_from_now(rehearsal: Rehearsal) -> None:
     """07:00 moved from Toronto to Vancouver (PST, -8) next fires at 15:00 UTC."""
     row = digest()
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row = stored(row)
     row.timezone = "America/Vancouver"
     row.save()
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     assert stored(row).next_due == utc(2026, 3, 7, 15)
-    clock.advance(5 * HOUR)
+    rehearsal.advance(5 * HOUR)
     assert dues(row) == [utc(2026, 3, 7, 15)]
 
 
-def test_live_edit_every_rearms_from_now(clock: DrivenClock, worker: Worker) -> None:
+def test_live_edit_every_rearms_from_now(rehearsal: Rehearsal) -> None:
     """An hourly row edited to every two hours at 11:30 next fires at 13:30."""
     row = Schedule.objects.create(name="every", job="tests.noop", every=HOUR)
-    clock.advance(30 * MINUTE)
+    rehearsal.advance(30 * MINUTE)
     row = stored(row)
     assert row.next_due == utc(2026, 3, 7, 12)
     row.every = 2 * HOUR
     row.save()
-    clock.advance(3 * HOUR)
+    rehearsal.advance(3 * HOUR)
     row = stored(row)
     assert dues(row) == [utc(2026, 3, 7, 13, 30)]
     assert row.next_due == utc(2026, 3, 7, 15, 30)
 
 
-def test_live_edit_disable_then_enable_rearms_from_now(clock: DrivenClock, worker: Worker) -> None:
+def test_live_edit_disable_then_enable_rearms_from_now(rehearsal: Rehearsal) -> None:
     """Slots passed while a row was off are neither fired nor counted once it is back on."""
     row = hourly()
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row = stored(row)
     row.enabled = False
     row.save()
-    clock.advance(3 * HOUR + 30 * MINUTE)
+    rehearsal.advance(3 * HOUR + 30 * MINUTE)
     assert dues(row) == []
 
     row = stored(row)
     row.enabled = True
     row.save()
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     row = stored(row)
     assert dues(row) == []
     assert row.missed == 0
     assert row.next_due == utc(2026, 3, 7, 15)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert dues(row) == [utc(2026, 3, 7, 15)]
 
 
-def test_live_edit_args_or_name_keeps_next_due(clock: DrivenClock, worker: Worker) -> None:
+def test_live_edit_args_or_name_keeps_next_due(rehearsal: Rehearsal) -> None:
     """Renaming a row or changing its args does not re-arm it; the next run gets the new args."""
     row = Schedule.objects.create(
         name="sleeper", job="tests.sleep", args={"seconds": 0}, every=HOUR
     )
-    clock.advance(30 * MINUTE)
+    rehearsal.advance(30 * MINUTE)
     row = stored(row)
     row.name = "napper"
     row.args = {"seconds": 0.001}
     row.save()
     row = stored(row)
     assert (row.armed, row.next_due) == (True, utc(2026, 3, 7, 12))
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     run = Run.objects.get(schedule=row)
     assert (run.due, run.args) == (utc(2026, 3, 7, 12), {"seconds": 0.001})
 
 
-def test_live_edit_saved_from_refreshed_instance_rearms(clock: DrivenClock, worker: Worker) -> None:
+def test_live_edit_saved_from_refreshed_instance_rearms(rehearsal: Rehearsal) -> None:
     """An edit saved from an instance refreshed after another edit is measured against the row."""
     row = Schedule.objects.create(name="every", job="tests.noop", every=HOUR)
-    clock.advance(10 * MINUTE)
+    rehearsal.advance(10 * MINUTE)
     mine, theirs = stored(row), stored(row)
     theirs.every = 2 * HOUR
     theirs.save()
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     assert stored(row).next_due == utc(2026, 3, 7, 13, 10)
 
     mine.refresh_from_db()
     mine.every = HOUR
     mine.save()
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     assert stored(row).next_due == utc(2026, 3, 7, 12, 10)
 
 
-def test_live_edit_partially_loaded_row_rearms_only_on_plan_change(
-    clock: DrivenClock, worker: Worker
-) -> None:
+def test_live_edit_partially_loaded_row_rearms_only_on_plan_change(rehearsal: Rehearsal) -> None:
     """Rows read with only() or partly refreshed save without re-arming unless the plan changed."""
     row = Schedule.objects.create(name="every", job="tests.noop", every=HOUR)
-    clock.advance(30 * MINUTE)
+    rehearsal.advance(30 * MINUTE)
 
     renamed = Schedule.objects.only("name").get(pk=row.pk)
     renamed.name = "renamed"
@@ -572,7 +568,7 @@ def test_live_edit_partially_loaded_row_rearms_only_on_plan_change(
     edited = Schedule.objects.only("name").get(pk=row.pk)
     edited.every = 2 * HOUR
     edited.save()
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     assert stored(row).next_due == utc(2026, 3, 7, 13, 30)
 
 
@@ -600,15 +596,15 @@ def test_live_edit_made_while_row_is_armed_wins(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_unschedulable_row_reported_once_skipped_and_resumed_when_fixed(
-    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]], temporary_job: Job
+    rehearsal: Rehearsal, failures: list[dict[str, Any]], temporary_job: Job
 ) -> None:
     """A row whose job left the code is reported once, fires nothing, and resumes on its return."""
     row = Schedule.objects.create(name="temporary", job=temporary_job.name, every=HOUR)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert dues(row) == [utc(2026, 3, 7, 12)]
 
     registry.unregister(temporary_job.name)
-    clock.advance(3 * HOUR)
+    rehearsal.advance(3 * HOUR)
     row = stored(row)
     assert dues(row) == [utc(2026, 3, 7, 12)]
     assert row.missed == 3
@@ -620,7 +616,7 @@ def test_unschedulable_row_reported_once_skipped_and_resumed_when_fixed(
     assert "tests.temporary" in failures[0]["message"]
 
     registry.register(temporary_job)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     row = stored(row)
     assert dues(row) == [utc(2026, 3, 7, 12), utc(2026, 3, 7, 16)]
     assert row.problem == ""
@@ -629,15 +625,15 @@ def test_unschedulable_row_reported_once_skipped_and_resumed_when_fixed(
 
 
 def test_unschedulable_args_reported_once_and_resumed_when_fixed(
-    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]]
+    rehearsal: Rehearsal, failures: list[dict[str, Any]]
 ) -> None:
     """Stored args that no longer validate are reported once and skipped until they are fixed."""
     row = Schedule.objects.create(
         name="sleeper", job="tests.sleep", args={"seconds": 0}, every=HOUR
     )
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     Schedule.objects.filter(pk=row.pk).update(args={"seconds": -1})
-    clock.advance(2 * HOUR)
+    rehearsal.advance(2 * HOUR)
     row = stored(row)
     assert dues(row) == []
     assert "seconds" in row.problem
@@ -646,7 +642,7 @@ def test_unschedulable_args_reported_once_and_resumed_when_fixed(
     assert "tests.sleep" in failures[0]["message"]
 
     Schedule.objects.filter(pk=row.pk).update(args={"seconds": 0})
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert dues(row) == [utc(2026, 3, 7, 14)]
     assert stored(row).problem == ""
     assert len(failures) == 1
@@ -729,12 +725,12 @@ def test_scheduler_concurrent_ticks_fire_each_slot_once() -> None:
 # -- what a run receives, and a run that raises --------------------------------------------
 
 
-def test_run_receives_its_due_not_its_start_time(clock: DrivenClock, worker: Worker) -> None:
+def test_run_receives_its_due_not_its_start_time(clock: DrivenClock, rehearsal: Rehearsal) -> None:
     """A run fired three minutes late is given its slot as due; it was created at the later now."""
     row = hourly(job="tests.due")
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     clock.skip(HOUR + 3 * MINUTE)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     run = Run.objects.get(schedule=row)
     assert run.status == RunStatus.DONE
     assert run.result == "2026-03-07T12:00:00+00:00"
@@ -744,11 +740,11 @@ def test_run_receives_its_due_not_its_start_time(clock: DrivenClock, worker: Wor
 
 
 def test_failing_run_lands_failed_on_row_and_schedule_goes_on(
-    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]]
+    rehearsal: Rehearsal, failures: list[dict[str, Any]]
 ) -> None:
     """A raising run lands failed with message and type; the signal hears it; the row goes on."""
     row = hourly(job="tests.broken")
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     run = Run.objects.get(schedule=row)
     assert run.status == RunStatus.FAILED
     assert (run.error_type, run.error_message) == ("RuntimeError", "broken has no rows to work on")
@@ -763,7 +759,7 @@ def test_failing_run_lands_failed_on_row_and_schedule_goes_on(
     assert failures[0]["error_type"] == "RuntimeError"
     assert failures[0]["message"] == "broken has no rows to work on"
 
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert dues(row) == [utc(2026, 3, 7, 12), utc(2026, 3, 7, 13)]
     assert len(failures) == 2
 
@@ -876,45 +872,45 @@ def test_decide_one_off_fires_its_due_however_late() -> None:
 
 
 def test_unschedulable_one_off_fires_with_its_due_once_fixed(
-    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]], temporary_job: Job
+    clock: DrivenClock, rehearsal: Rehearsal, failures: list[dict[str, Any]], temporary_job: Job
 ) -> None:
     """A one-off whose job is gone at its time is reported once and fires when the job returns."""
     due = clock.now() + HOUR
     row = Schedule.objects.create(name="once", job=temporary_job.name, at=due)
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     registry.unregister(temporary_job.name)
-    clock.advance(2 * HOUR)
+    rehearsal.advance(2 * HOUR)
     assert dues(row) == []
     assert len(failures) == 1
     registry.register(temporary_job)
-    clock.advance(5 * timedelta(minutes=1))
+    rehearsal.advance(5 * timedelta(minutes=1))
     assert dues(row) == [due], "it fired once, with the due it had"
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert dues(row) == [due]
 
 
-def test_at_forget_last_run_fires_the_one_off_again(clock: DrivenClock, worker: Worker) -> None:
+def test_at_forget_last_run_fires_the_one_off_again(
+    clock: DrivenClock, rehearsal: Rehearsal
+) -> None:
     """Clearing a one-off's last-run record makes it fire again, with its own due."""
     due = clock.now() - timedelta(minutes=20)
     row = Schedule.objects.create(name="once", job="tests.noop", at=due)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     first = Run.objects.get(schedule=row)
     stored(row).forget_last_run()
     row = stored(row)
     assert (row.last_status, row.last_started, row.last_run_id) == ("", None, None)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     again = Run.objects.get(schedule=row)
     assert again.pk != first.pk
     assert again.due == due
     assert Run.objects.filter(pk=first.pk, schedule=None).exists(), "the first run stays in history"
 
 
-def test_stale_instance_save_keeps_what_the_scheduler_wrote(
-    clock: DrivenClock, worker: Worker
-) -> None:
+def test_stale_instance_save_keeps_what_the_scheduler_wrote(rehearsal: Rehearsal) -> None:
     """Saving an instance read before a fire does not roll back next_due or the last-run record."""
     stale = Schedule.objects.create(name="hourly", job="tests.noop", every=HOUR)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     fresh = stored(stale)
     assert (fresh.last_status, fresh.next_due) == (LastStatus.OK, utc(2026, 3, 7, 13))
     stale.args = {}
@@ -928,21 +924,16 @@ def test_stale_instance_save_keeps_what_the_scheduler_wrote(
 
 
 def test_catch_up_skip_after_a_long_outage_fires_only_what_is_within_grace(
-    clock: DrivenClock, worker: Worker
+    clock: DrivenClock, rehearsal: Rehearsal
 ) -> None:
     """Five hours down for a one-second schedule: the slots within grace run, the rest count."""
     row = Schedule.objects.create(
         name="busy", job="tests.noop", every=timedelta(seconds=1), grace=timedelta(seconds=2)
     )
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     armed_at = clock.now()
-    worker.close()
-    clock.skip(timedelta(hours=5))
-    later = Worker(clock=clock, executor="django_weft.engine.executors.InlineExecutor")
-    try:
-        clock.advance(timedelta(0))
-    finally:
-        later.close()
+    rehearsal.restart(down=timedelta(hours=5))
+    rehearsal.advance(timedelta(0))
     now = clock.now()
     assert dues(row) == [now - timedelta(seconds=2), now - timedelta(seconds=1), now]
     assert stored(row).missed == 10_000, "counted up to the documented cap"
@@ -950,7 +941,7 @@ def test_catch_up_skip_after_a_long_outage_fires_only_what_is_within_grace(
 
 
 def test_catch_up_all_after_a_long_outage_makes_up_the_window_only(
-    clock: DrivenClock, worker: Worker
+    clock: DrivenClock, rehearsal: Rehearsal
 ) -> None:
     """A long outage with catch_up="all" makes up the slots of its window, newest included."""
     row = Schedule.objects.create(
@@ -961,26 +952,21 @@ def test_catch_up_all_after_a_long_outage_makes_up_the_window_only(
         catch_up_window=timedelta(seconds=5),
         grace=timedelta(0),
     )
-    clock.advance(timedelta(0))
-    worker.close()
-    clock.skip(timedelta(hours=5))
-    later = Worker(clock=clock, executor="django_weft.engine.executors.InlineExecutor")
-    try:
-        clock.advance(timedelta(0))
-    finally:
-        later.close()
+    rehearsal.advance(timedelta(0))
+    rehearsal.restart(down=timedelta(hours=5))
+    rehearsal.advance(timedelta(0))
     now = clock.now()
     assert dues(row) == [now - timedelta(seconds=s) for s in range(5, -1, -1)]
 
 
 def test_refused_one_off_is_not_started_and_fires_once_allowed(
-    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]], requests_on_clock: None
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal, failures: list[dict[str, Any]]
 ) -> None:
     """A one-off refused by its job's concurrency limit fires later with its own due."""
     from django_weft.operations import start
     from example_project.shell.jobs import shell
 
-    clock.advance(timedelta(0))  # the worker registers its process
+    rehearsal.advance(timedelta(0))  # the worker registers its process
     blocker = start(shell, {"command": "long", "lines": 1})
     assert blocker.created_at == clock.now(), "started on the worker's clock"
     Run.objects.filter(pk=blocker.pk).update(status=RunStatus.RUNNING, worker=worker.process)
@@ -988,7 +974,7 @@ def test_refused_one_off_is_not_started_and_fires_once_allowed(
     row = Schedule.objects.create(
         name="once", job="shell.run", args={"command": "ls", "lines": 0}, at=due
     )
-    clock.advance(timedelta(seconds=1))
+    rehearsal.advance(timedelta(seconds=1))
     refused = stored(row)
     assert (refused.last_status, refused.last_error_type) == (
         LastStatus.FAILED,
@@ -1006,18 +992,18 @@ def test_refused_one_off_is_not_started_and_fires_once_allowed(
         claim=Claim(worker.process.pk, 0),
         changes=Changes(),
     )
-    clock.advance(timedelta(minutes=2))
+    rehearsal.advance(timedelta(minutes=2))
     assert dues(row) == [due]
     assert stored(row).last_status == LastStatus.OK
 
 
 def test_unreadable_stored_plan_is_reported_once_and_parked(
-    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]]
+    rehearsal: Rehearsal, failures: list[dict[str, Any]]
 ) -> None:
     """A row whose stored cron no longer reads is reported once and fires nothing."""
     row = hourly()
     Schedule.objects.filter(pk=row.pk).update(cron="61 * * * *", armed=False, next_due=None)
-    clock.advance(3 * HOUR)
+    rehearsal.advance(3 * HOUR)
     parked = stored(row)
     assert dues(row) == []
     assert "61 * * * *" in parked.problem
@@ -1025,34 +1011,32 @@ def test_unreadable_stored_plan_is_reported_once_and_parked(
     assert failures[0]["error_type"] == "Unschedulable"
 
 
-def test_live_edit_by_bulk_update_rearms_from_now(clock: DrivenClock, worker: Worker) -> None:
+def test_live_edit_by_bulk_update_rearms_from_now(rehearsal: Rehearsal) -> None:
     """A plan changed by QuerySet.update() (no save()) is re-armed from now, as in a form."""
     row = digest()
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     assert stored(row).next_due == utc(2026, 3, 7, 12)
     Schedule.objects.filter(pk=row.pk).update(cron="0 8 * * *")
     assert (stored(row).armed, stored(row).next_due) == (False, None)
-    clock.advance(timedelta(days=1))
+    rehearsal.advance(timedelta(days=1))
     assert dues(row) == [utc(2026, 3, 7, 13)], "08:00 Toronto; the old 07:00 slot did not fire"
 
 
-def test_live_edit_by_bulk_update_reenabled_rearms_from_now(
-    clock: DrivenClock, worker: Worker
-) -> None:
+def test_live_edit_by_bulk_update_reenabled_rearms_from_now(rehearsal: Rehearsal) -> None:
     """A row switched back on by QuerySet.update() fires nothing for the slots it was off."""
     row = hourly()
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     Schedule.objects.filter(pk=row.pk).update(enabled=False)
-    clock.advance(3 * HOUR + 30 * MINUTE)
+    rehearsal.advance(3 * HOUR + 30 * MINUTE)
     Schedule.objects.filter(pk=row.pk).update(enabled=True)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert dues(row) == [utc(2026, 3, 7, 15)]
     assert stored(row).missed == 0
 
 
-def test_scheduler_own_updates_do_not_rearm(clock: DrivenClock, worker: Worker) -> None:
+def test_scheduler_own_updates_do_not_rearm(rehearsal: Rehearsal) -> None:
     """Firing and recording runs (updates of other columns) leave the row armed."""
     row = hourly()
-    clock.advance(2 * HOUR)
+    rehearsal.advance(2 * HOUR)
     assert dues(row) == [utc(2026, 3, 7, 12), utc(2026, 3, 7, 13)]
     assert (stored(row).armed, stored(row).next_due) == (True, utc(2026, 3, 7, 14))

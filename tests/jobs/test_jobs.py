@@ -6,12 +6,11 @@ from datetime import timedelta
 
 import pytest
 
-from django_weft.engine.worker import Worker
 from django_weft.exceptions import InvalidArgs
 from django_weft.jobs.registry import job, registry
 from django_weft.models import Run
 from django_weft.operations import start
-from django_weft.testing import DrivenClock
+from django_weft.testing import Rehearsal
 
 
 def test_job_without_serializer_takes_its_functions_keyword_args() -> None:
@@ -47,10 +46,10 @@ def test_job_with_keyword_catch_all_takes_any_json_args() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_job_without_serializer_receives_its_args(clock: DrivenClock, worker: Worker) -> None:
+def test_job_without_serializer_receives_its_args(rehearsal: Rehearsal) -> None:
     """The function gets the stored args as keywords, its defaults for the rest."""
     run = start("tests.greet", {"name": "Ada", "times": 2})
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     assert Run.objects.get(pk=run.pk).result == "hello, Ada hello, Ada"
 
 

@@ -14,11 +14,10 @@ from typing import Any
 import pytest
 
 from django_weft.conf import weft_settings
-from django_weft.engine.worker import Worker
 from django_weft.jobs.registry import registry
 from django_weft.models import RunStatus
 from django_weft.operations import start
-from django_weft.testing import DrivenClock
+from django_weft.testing import Rehearsal
 from tests.sandbox_helpers import (  # noqa: F401  (layers: a fixture)
     RogueRunner,
     assert_failed,
@@ -31,27 +30,27 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 
 
 @pytest.fixture
-def sandbox(clock: DrivenClock, worker: Worker) -> DrivenClock:
-    """The clock of a worker that executes the module runs."""
-    return clock
+def sandbox(rehearsal: Rehearsal) -> Rehearsal:
+    """A rehearsal whose worker executes the module runs."""
+    return rehearsal
 
 
 # -- imports ---------------------------------------------------------------------------------
 
 
-def test_escape_import_os(sandbox: DrivenClock) -> None:
+def test_escape_import_os(sandbox: Rehearsal) -> None:
     """``import os`` is refused by the import allow-list, naming the module."""
     run = run_module(sandbox, "import os\n\ndef default():\n    return os.getcwd()\n")
     assert_failed(run, "ForbiddenImport", 'import of "os" is not allowed', "allowed: math")
 
 
-def test_escape_dunder_import(sandbox: DrivenClock) -> None:
+def test_escape_dunder_import(sandbox: Rehearsal) -> None:
     """``__import__('os')`` does not compile: the name starts with "_"."""
     run = run_module(sandbox, "def default():\n    return __import__('os').getcwd()\n")
     assert_failed(run, "ModuleSyntaxError", "Line 2", '"__import__" is an invalid variable name')
 
 
-def test_escape_import_from_allowed_module(sandbox: DrivenClock) -> None:
+def test_escape_import_from_allowed_module(sandbox: Rehearsal) -> None:
     """A module outside the allow-list reached through an allowed one is refused too."""
     run = run_module(sandbox, "import statistics\n\ndef default():\n    return statistics.sys\n")
     assert_failed(run, "ForbiddenAccess", 'statistics.sys is not allowed: it is the module "sys"')
@@ -60,7 +59,7 @@ def test_escape_import_from_allowed_module(sandbox: DrivenClock) -> None:
 # -- files -----------------------------------------------------------------------------------
 
 
-def test_escape_open(sandbox: DrivenClock) -> None:
+def test_escape_open(sandbox: Rehearsal) -> None:
     """``open()`` is withheld: calling it fails naming it, even inside a ``try``."""
     source = (
         "def default():\n"
@@ -76,13 +75,13 @@ def test_escape_open(sandbox: DrivenClock) -> None:
 # -- the network -----------------------------------------------------------------------------
 
 
-def test_escape_socket_import(sandbox: DrivenClock) -> None:
+def test_escape_socket_import(sandbox: Rehearsal) -> None:
     """``import socket`` is refused by the allow-list."""
     run = run_module(sandbox, "import socket\n\ndef default():\n    return 1\n")
     assert_failed(run, "ForbiddenImport", 'import of "socket" is not allowed')
 
 
-def test_escape_socket_to_the_database_port(sandbox: DrivenClock, settings: Any) -> None:
+def test_escape_socket_to_the_database_port(sandbox: Rehearsal, settings: Any) -> None:
     """Even with ``socket`` wrongly allowed, a connection to the database port is refused
     (by the audit hook: the first event on the way, an import or the socket, is enough)."""
     settings.WEFT_SANDBOX_IMPORTS = [*weft_settings.SANDBOX_IMPORTS, "socket"]
@@ -99,13 +98,13 @@ def test_escape_socket_to_the_database_port(sandbox: DrivenClock, settings: Any)
 # -- processes -------------------------------------------------------------------------------
 
 
-def test_escape_subprocess_import(sandbox: DrivenClock) -> None:
+def test_escape_subprocess_import(sandbox: Rehearsal) -> None:
     """``import subprocess`` is refused by the allow-list."""
     run = run_module(sandbox, "import subprocess\n\ndef default():\n    return 1\n")
     assert_failed(run, "ForbiddenImport", 'import of "subprocess" is not allowed')
 
 
-def test_escape_subprocess_run(sandbox: DrivenClock, settings: Any) -> None:
+def test_escape_subprocess_run(sandbox: Rehearsal, settings: Any) -> None:
     """Even with ``subprocess`` wrongly allowed, starting a program is refused (by the
     audit hook, at the first event on the way: the pipes it opens, or the program)."""
     settings.WEFT_SANDBOX_IMPORTS = [*weft_settings.SANDBOX_IMPORTS, "subprocess"]
@@ -118,13 +117,13 @@ def test_escape_subprocess_run(sandbox: DrivenClock, settings: Any) -> None:
     assert_failed(run, "ForbiddenAccess", "the sandbox refused the audit event")
 
 
-def test_escape_fork_bomb(sandbox: DrivenClock) -> None:
+def test_escape_fork_bomb(sandbox: Rehearsal) -> None:
     """A fork bomb cannot even import ``os``."""
     run = run_module(sandbox, "import os\n\ndef default():\n    while True:\n        os.fork()\n")
     assert_failed(run, "ForbiddenImport", 'import of "os" is not allowed')
 
 
-def test_escape_fork_bomb_with_os_allowed(sandbox: DrivenClock, settings: Any) -> None:
+def test_escape_fork_bomb_with_os_allowed(sandbox: Rehearsal, settings: Any) -> None:
     """With ``os`` wrongly allowed, the first fork is refused."""
     settings.WEFT_SANDBOX_IMPORTS = [*weft_settings.SANDBOX_IMPORTS, "os"]
     run = run_module(sandbox, "import os\n\ndef default():\n    while True:\n        os.fork()\n")
@@ -134,13 +133,13 @@ def test_escape_fork_bomb_with_os_allowed(sandbox: DrivenClock, settings: Any) -
 # -- walking the object graph ----------------------------------------------------------------
 
 
-def test_escape_subclasses(sandbox: DrivenClock) -> None:
+def test_escape_subclasses(sandbox: Rehearsal) -> None:
     """``().__class__.__base__.__subclasses__()`` does not compile."""
     run = run_module(sandbox, "def default():\n    return ().__class__.__base__.__subclasses__()\n")
     assert_failed(run, "ModuleSyntaxError", "Line 2", '"__class__" is an invalid attribute name')
 
 
-def test_escape_subclasses_through_getattr(sandbox: DrivenClock) -> None:
+def test_escape_subclasses_through_getattr(sandbox: Rehearsal) -> None:
     """The same walk with attribute names built at run time is refused by the guard."""
     source = (
         "def default():\n"
@@ -151,7 +150,7 @@ def test_escape_subclasses_through_getattr(sandbox: DrivenClock) -> None:
     assert_failed(run, "ForbiddenAccess", 'attribute "__class__" is not allowed')
 
 
-def test_escape_runtime_attribute_names(sandbox: DrivenClock) -> None:
+def test_escape_runtime_attribute_names(sandbox: Rehearsal) -> None:
     """``getattr``, ``hasattr`` and ``setattr`` refuse names built at run time that start
     with "_", even when the module catches the refusal."""
     source = (
@@ -169,7 +168,7 @@ def test_escape_runtime_attribute_names(sandbox: DrivenClock) -> None:
     assert_failed(run, "ForbiddenAccess", 'attribute "__dict__" is not allowed')
 
 
-def test_escape_frame_of_generator(sandbox: DrivenClock) -> None:
+def test_escape_frame_of_generator(sandbox: Rehearsal) -> None:
     """A generator's frame is refused, whether the name is written out or built."""
     source = (
         "def default():\n    gen = (x for x in [1])\n    return getattr(gen, 'gi_' + 'frame')\n"
@@ -180,14 +179,14 @@ def test_escape_frame_of_generator(sandbox: DrivenClock) -> None:
     assert_failed(written, "ModuleSyntaxError", '"gi_frame" is a restricted name')
 
 
-def test_escape_frame_of_coroutine(sandbox: DrivenClock) -> None:
+def test_escape_frame_of_coroutine(sandbox: Rehearsal) -> None:
     """Coroutines cannot be written, so no coroutine frame can be reached."""
     source = "async def walk():\n    pass\n\ndef default():\n    return walk().cr_frame\n"
     run = run_module(sandbox, source)
     assert_failed(run, "ModuleSyntaxError", "AsyncFunctionDef statements are not allowed")
 
 
-def test_escape_frame_of_traceback(sandbox: DrivenClock) -> None:
+def test_escape_frame_of_traceback(sandbox: Rehearsal) -> None:
     """An exception's traceback (and so its frames) is refused."""
     source = (
         "def default():\n"
@@ -214,7 +213,7 @@ def test_escape_frame_of_traceback(sandbox: DrivenClock) -> None:
     ids=["eval", "exec", "compile", "eval-by-another-name"],
 )
 def test_escape_eval_exec_compile(
-    sandbox: DrivenClock, call: str, error_type: str, says: str
+    sandbox: Rehearsal, call: str, error_type: str, says: str
 ) -> None:
     """eval, exec and compile are refused, at compile time or when called."""
     run = run_module(sandbox, f"def default():\n    return {call}\n")
@@ -245,7 +244,7 @@ def test_escape_eval_exec_compile(
     ],
     ids=["str.format", "format_map", "str.format-unbound", "string.Formatter"],
 )
-def test_escape_format_string_attributes(sandbox: DrivenClock, source: str, says: str) -> None:
+def test_escape_format_string_attributes(sandbox: Rehearsal, source: str, says: str) -> None:
     """Format strings, which read attributes without the guard, are refused."""
     assert_failed(run_module(sandbox, source), "ForbiddenAccess", says)
 
@@ -253,13 +252,13 @@ def test_escape_format_string_attributes(sandbox: DrivenClock, source: str, says
 # -- limits ----------------------------------------------------------------------------------
 
 
-def test_escape_infinite_loop(sandbox: DrivenClock) -> None:
+def test_escape_infinite_loop(sandbox: Rehearsal) -> None:
     """A busy loop is killed by the CPU limit."""
     run = run_module(sandbox, "def default():\n    while True:\n        pass\n")
     assert_failed(run, "LimitExceeded", "used its 1 s of CPU time", "WEFT_SANDBOX_CPU_SECONDS")
 
 
-def test_escape_sleep_past_the_wall_clock(sandbox: DrivenClock, settings: Any) -> None:
+def test_escape_sleep_past_the_wall_clock(sandbox: Rehearsal, settings: Any) -> None:
     """A module that waits without using CPU is killed by the host's wall clock."""
     settings.WEFT_SANDBOX_IMPORTS = [*weft_settings.SANDBOX_IMPORTS, "time"]
     settings.WEFT_SANDBOX_WALL_SECONDS = 1.0
@@ -270,13 +269,13 @@ def test_escape_sleep_past_the_wall_clock(sandbox: DrivenClock, settings: Any) -
 @pytest.mark.parametrize(
     "bomb", ["'x' * (2 ** 34)", "[0] * (10 ** 10)", "list(range(10 ** 9))"], ids=str
 )
-def test_escape_memory_bomb(sandbox: DrivenClock, bomb: str) -> None:
+def test_escape_memory_bomb(sandbox: Rehearsal, bomb: str) -> None:
     """Allocations past the address-space limit end the run naming the memory limit."""
     run = run_module(sandbox, f"def default():\n    data = {bomb}\n    return len(data)\n")
     assert_failed(run, "LimitExceeded", "ran out of memory", "WEFT_SANDBOX_MEMORY_BYTES")
 
 
-def test_escape_deep_recursion(sandbox: DrivenClock) -> None:
+def test_escape_deep_recursion(sandbox: Rehearsal) -> None:
     """Unbounded recursion ends the run naming the recursion limit."""
     run = run_module(
         sandbox, "def down(n):\n    return down(n + 1)\n\ndef default():\n    down(0)\n"
@@ -284,7 +283,7 @@ def test_escape_deep_recursion(sandbox: DrivenClock) -> None:
     assert_failed(run, "LimitExceeded", "recursed deeper than")
 
 
-def test_escape_print_flood(sandbox: DrivenClock) -> None:
+def test_escape_print_flood(sandbox: Rehearsal) -> None:
     """Printing without end is stopped at the output limit; what was printed is kept."""
     run = run_module(sandbox, "def default():\n    while True:\n        print('x' * 100)\n")
     assert_failed(run, "LimitExceeded", "printed more than 16384 bytes")
@@ -292,7 +291,7 @@ def test_escape_print_flood(sandbox: DrivenClock) -> None:
     assert run.state.data["output"].startswith("x" * 100)
 
 
-def test_escape_huge_answer(sandbox: DrivenClock) -> None:
+def test_escape_huge_answer(sandbox: Rehearsal) -> None:
     """An answer over the answer limit ends the run naming the limit."""
     run = run_module(sandbox, "def default():\n    return 'x' * (1024 * 1024)\n")
     assert_failed(run, "LimitExceeded", "over the limit of 65536", "WEFT_SANDBOX_MAX_ANSWER_BYTES")
@@ -301,7 +300,7 @@ def test_escape_huge_answer(sandbox: DrivenClock) -> None:
 # -- the host --------------------------------------------------------------------------------
 
 
-def test_escape_ungranted_host_function(sandbox: DrivenClock) -> None:
+def test_escape_ungranted_host_function(sandbox: Rehearsal) -> None:
     """A host function the module is not granted is refused by the host itself."""
     run = run_module(
         sandbox, "def default():\n    return host('tests.secret')\n", grants=["tests.add"]
@@ -311,7 +310,7 @@ def test_escape_ungranted_host_function(sandbox: DrivenClock) -> None:
     )
 
 
-def test_escape_forged_message_from_the_module(sandbox: DrivenClock) -> None:
+def test_escape_forged_message_from_the_module(sandbox: Rehearsal) -> None:
     """A module that prints a forged answer frame only prints: the pipe is not its to write."""
     source = (
         "import json\n"
@@ -340,7 +339,7 @@ def test_escape_forged_message_from_the_module(sandbox: DrivenClock) -> None:
     ],
 )
 def test_escape_forged_message_from_a_taken_over_child(
-    sandbox: DrivenClock,
+    sandbox: Rehearsal,
     settings: Any,
     monkeypatch: pytest.MonkeyPatch,
     behaviour: str,
@@ -354,7 +353,7 @@ def test_escape_forged_message_from_a_taken_over_child(
     assert_failed(run_module(sandbox, "def default():\n    return 1\n"), error_type, says)
 
 
-def test_escape_state_left_for_the_next_call(sandbox: DrivenClock) -> None:
+def test_escape_state_left_for_the_next_call(sandbox: Rehearsal) -> None:
     """What one call leaves behind (module globals, a class attribute, an allowed module
     it tried to change) is gone at the next call: each call gets a fresh process."""
     source = (
@@ -376,7 +375,7 @@ def test_escape_state_left_for_the_next_call(sandbox: DrivenClock) -> None:
     assert (after.status, after.result) == (RunStatus.DONE, "[1]")
 
 
-def test_escape_worker_runs_on_after_every_failure(sandbox: DrivenClock) -> None:
+def test_escape_worker_runs_on_after_every_failure(sandbox: Rehearsal) -> None:
     """After a run of failures, the same worker still runs a module to its answer."""
     for source in ("import os\n", "def default():\n    while True:\n        pass\n"):
         run_module(sandbox, source)

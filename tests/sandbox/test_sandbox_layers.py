@@ -219,9 +219,9 @@ def test_standard_library_paths_exist() -> None:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("limits")
-def test_layers_report(clock: Any, worker: Any) -> None:
+def test_layers_report(rehearsal: Any) -> None:
     """A run reports every layer as this kernel allows it: each one active or off with why."""
-    run = run_module(clock, "def default():\n    return 1\n")
+    run = run_module(rehearsal, "def default():\n    return 1\n")
     assert run.state is not None
     report = run.state.data["layers"]
     assert report["landlock"]["active"] == (layers.landlock_abi() >= 1)
@@ -234,14 +234,12 @@ def test_layers_report(clock: Any, worker: Any) -> None:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("limits")
 @pytest.mark.parametrize("name", ["network_namespace", "landlock", "seccomp", "bubblewrap"])
-def test_layers_switched_off_are_reported(
-    clock: Any, worker: Any, settings: Any, name: str
-) -> None:
+def test_layers_switched_off_are_reported(rehearsal: Any, settings: Any, name: str) -> None:
     """A layer switched off by WEFT_SANDBOX_LAYERS is reported off, saying so."""
     settings.WEFT_SANDBOX_LAYERS = [
         layer for layer in weft_settings.SANDBOX_LAYERS if layer != name
     ]
-    run = run_module(clock, "def default():\n    return 1\n")
+    run = run_module(rehearsal, "def default():\n    return 1\n")
     assert run.state is not None
     assert run.state.data["layers"][name] == {
         "active": False,
@@ -251,11 +249,11 @@ def test_layers_switched_off_are_reported(
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("limits")
-def test_layers_required_but_switched_off(clock: Any, worker: Any, settings: Any) -> None:
+def test_layers_required_but_switched_off(rehearsal: Any, settings: Any) -> None:
     """A required layer that is off fails the run before the module runs, saying which."""
     settings.WEFT_SANDBOX_LAYERS = ["network_namespace", "landlock"]
     settings.WEFT_SANDBOX_REQUIRED_LAYERS = ["seccomp"]
-    run = run_module(clock, "def default():\n    return 1\n")
+    run = run_module(rehearsal, "def default():\n    return 1\n")
     assert_failed(
         run,
         "LayerUnavailable",
@@ -268,14 +266,14 @@ def test_layers_required_but_switched_off(clock: Any, worker: Any, settings: Any
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("limits")
 def test_layers_required_but_cannot_start(
-    clock: Any, worker: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+    rehearsal: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A required layer that cannot start on this host fails the run with the reason."""
     monkeypatch.setenv("PATH", "/nonexistent")
     bubblewrap.probe.cache_clear()
     try:
         settings.WEFT_SANDBOX_REQUIRED_LAYERS = ["bubblewrap"]
-        run = run_module(clock, "def default():\n    return 1\n")
+        run = run_module(rehearsal, "def default():\n    return 1\n")
     finally:
         bubblewrap.probe.cache_clear()
     assert_failed(run, "LayerUnavailable", '"bubblewrap" is required', "bwrap is not installed")

@@ -20,7 +20,7 @@ from django_weft.sandbox.calls import call_module
 from django_weft.sandbox.errors import ModuleRaised, UnknownModule
 from django_weft.sandbox.protocol import MANDATORY_LAYERS, OPTIONAL_LAYERS
 from django_weft.sandbox.runner import ProcessRunner, load_runner
-from django_weft.testing import DrivenClock
+from django_weft.testing import Rehearsal
 from tests.processes import wait_for
 from tests.sandbox_helpers import assert_failed, limits, run_module, store  # noqa: F401
 
@@ -31,39 +31,39 @@ REPORT = (
 )
 
 
-def test_module_answer_is_the_result(clock: DrivenClock, worker: Worker) -> None:
+def test_module_answer_is_the_result(rehearsal: Rehearsal) -> None:
     """The default export's JSON answer is the run's result."""
-    run = run_module(clock, "def default():\n    return {'posts': 3, 'tags': ['a', 'b']}\n")
+    run = run_module(rehearsal, "def default():\n    return {'posts': 3, 'tags': ['a', 'b']}\n")
     assert (run.status, run.result) == (RunStatus.DONE, {"posts": 3, "tags": ["a", "b"]})
 
 
-def test_module_named_method_with_positional_and_keyword_args(
-    clock: DrivenClock, worker: Worker
-) -> None:
+def test_module_named_method_with_positional_and_keyword_args(rehearsal: Rehearsal) -> None:
     """``method`` names the callable; a list of args is positional, an object by keyword."""
     source = "def scale(value, factor=2):\n    return value * factor\n"
-    positional = run_module(clock, source, method="scale", args=[5, 3])
-    keywords = run_module(clock, None, method="scale", args={"value": 5})
+    positional = run_module(rehearsal, source, method="scale", args=[5, 3])
+    keywords = run_module(rehearsal, None, method="scale", args={"value": 5})
     assert (positional.result, keywords.result) == (15, 10)
 
 
-def test_module_missing_method(clock: DrivenClock, worker: Worker) -> None:
+def test_module_missing_method(rehearsal: Rehearsal) -> None:
     """A method the module does not define fails naming it."""
-    run = run_module(clock, "def default():\n    return 1\n", method="run")
+    run = run_module(rehearsal, "def default():\n    return 1\n", method="run")
     assert_failed(run, "MissingMethod", 'module "tests/escape" has no callable named "run"')
-    not_callable = run_module(clock, "run = 5\n", method="run")
+    not_callable = run_module(rehearsal, "run = 5\n", method="run")
     assert_failed(not_callable, "MissingMethod", 'has a int, not a callable, named "run"')
 
 
-def test_module_syntax_error_names_the_line(clock: DrivenClock, worker: Worker) -> None:
+def test_module_syntax_error_names_the_line(rehearsal: Rehearsal) -> None:
     """A source that does not compile fails with RestrictedPython's message and its line."""
-    run = run_module(clock, "def default():\n    return 1\n\ndef broken(:\n")
+    run = run_module(rehearsal, "def default():\n    return 1\n\ndef broken(:\n")
     assert_failed(run, "ModuleSyntaxError", "Line 4: SyntaxError")
 
 
-def test_module_raising_names_the_line(clock: DrivenClock, worker: Worker) -> None:
+def test_module_raising_names_the_line(rehearsal: Rehearsal) -> None:
     """An exception the module raises fails the run with its type, message and line."""
-    run = run_module(clock, "def default():\n    x = 1\n    raise ValueError('no posts today')\n")
+    run = run_module(
+        rehearsal, "def default():\n    x = 1\n    raise ValueError('no posts today')\n"
+    )
     assert_failed(run, "ModuleRaised", "ValueError: no posts today (line 3)")
 
 
@@ -72,13 +72,13 @@ def test_module_raising_names_the_line(clock: DrivenClock, worker: Worker) -> No
     [("{1, 2}", "Object of type set is not JSON serializable"), ("float('nan')", "not JSON")],
     ids=["set", "nan"],
 )
-def test_module_answer_not_json(clock: DrivenClock, worker: Worker, answer: str, says: str) -> None:
+def test_module_answer_not_json(rehearsal: Rehearsal, answer: str, says: str) -> None:
     """An answer JSON cannot hold fails the run as an invalid answer."""
-    run = run_module(clock, f"def default():\n    return {answer}\n")
+    run = run_module(rehearsal, f"def default():\n    return {answer}\n")
     assert_failed(run, "InvalidAnswer", "the answer is not JSON", says)
 
 
-def test_module_context_has_the_due(clock: DrivenClock, worker: Worker) -> None:
+def test_module_context_has_the_due(rehearsal: Rehearsal) -> None:
     """A scheduled module reads its run's due (and revision) from ``context``."""
     store(REPORT, name="report/daily")
     Schedule.objects.create(
@@ -88,16 +88,16 @@ def test_module_context_has_the_due(clock: DrivenClock, worker: Worker) -> None:
         cron="0 12 * * *",
         timezone="America/Toronto",
     )
-    clock.advance(timedelta(hours=7))
+    rehearsal.advance(timedelta(hours=7))
     schedule = Schedule.objects.get(name="report")
     assert schedule.last_run is not None
     assert schedule.last_run.result == "report for 2026-03-07: 3 posts, 12 comments"
 
 
-def test_module_run_records_layers_revision_and_output(clock: DrivenClock, worker: Worker) -> None:
+def test_module_run_records_layers_revision_and_output(rehearsal: Rehearsal) -> None:
     """The run's state says which revision ran, every layer and whether it was active,
     and what the module printed."""
-    run = run_module(clock, "def default():\n    print('hello')\n    return printed\n")
+    run = run_module(rehearsal, "def default():\n    print('hello')\n    return printed\n")
     assert (run.status, run.result) == (RunStatus.DONE, "hello\n")
     assert run.state is not None
     state = run.state.data
@@ -124,15 +124,15 @@ def test_call_module_from_python() -> None:
 # -- host functions ----------------------------------------------------------------------------
 
 
-def test_host_function_granted(clock: DrivenClock, worker: Worker) -> None:
+def test_host_function_granted(rehearsal: Rehearsal) -> None:
     """A granted host function runs on the host with the module's JSON args."""
     run = run_module(
-        clock, "def default():\n    return host('tests.add', 2, 3.5)\n", grants=["tests.add"]
+        rehearsal, "def default():\n    return host('tests.add', 2, 3.5)\n", grants=["tests.add"]
     )
     assert (run.status, run.result) == (RunStatus.DONE, 5.5)
 
 
-def test_host_function_errors_reach_the_module(clock: DrivenClock, worker: Worker) -> None:
+def test_host_function_errors_reach_the_module(rehearsal: Rehearsal) -> None:
     """A host function that raises, or answers something not JSON, raises HostError in the
     module, which may catch it; uncaught, it fails the run naming it."""
     source = (
@@ -143,14 +143,14 @@ def test_host_function_errors_reach_the_module(clock: DrivenClock, worker: Worke
         "        caught = str(error)\n"
         "    return [caught, host('tests.not_json')]\n"
     )
-    run = run_module(clock, source, grants=["tests.fails", "tests.not_json"])
+    run = run_module(rehearsal, source, grants=["tests.fails", "tests.not_json"])
     assert_failed(run, "ModuleRaised", "HostError: TypeError: Object of type set", "(line 6)")
 
 
-def test_host_function_granted_but_unregistered(clock: DrivenClock, worker: Worker) -> None:
+def test_host_function_granted_but_unregistered(rehearsal: Rehearsal) -> None:
     """A grant naming no registered function (stored past the save path) is refused."""
     run = run_module(
-        clock, "def default():\n    return host('tests.gone')\n", grants=["tests.gone"]
+        rehearsal, "def default():\n    return host('tests.gone')\n", grants=["tests.gone"]
     )
     assert_failed(run, "HostCallRefused", "no host function of that name is registered")
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from django_weft.engine.worker import Worker
 from django_weft.models import LastStatus, Module, Schedule
 from django_weft.sandbox.modules import save_module
-from django_weft.testing import DrivenClock
+from django_weft.testing import DrivenClock, Rehearsal
 from example_project.content.jobs import ledger_document
 from example_project.content.reports import (
     DAILY_REPORT,
@@ -34,7 +33,7 @@ def ledger() -> dict:
     return ledger_document().data
 
 
-def test_seed_content_site_week(clock: DrivenClock, worker: Worker, failures: list) -> None:
+def test_seed_content_site_week(clock: DrivenClock, rehearsal: Rehearsal, failures: list) -> None:
     """Two days across the DST change, the sandboxed report, live edits, failures and a
     restart behave as designed."""
     digest = Schedule.objects.create(
@@ -51,7 +50,7 @@ def test_seed_content_site_week(clock: DrivenClock, worker: Worker, failures: li
     Schedule.objects.create(name="report", **DAILY_REPORT_SCHEDULE)
 
     # -- two days of schedule ------------------------------------------------------------
-    clock.advance(26 * HOUR)
+    rehearsal.advance(26 * HOUR)
     data = ledger()
     assert data["digests"] == 2
     assert data["dues"]["digest"] == [
@@ -79,11 +78,11 @@ def test_seed_content_site_week(clock: DrivenClock, worker: Worker, failures: li
         name="sit-down", job="content.remind", args={"text": "sit down"}, at=clock.now() + HOUR
     )
     never.delete()
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert ledger()["reminders"] == ["renew the domain", "stand up"]
 
     broken = Schedule.objects.create(name="broken", job="tests.broken", every=timedelta(seconds=1))
-    clock.advance(timedelta(seconds=3.5))
+    rehearsal.advance(timedelta(seconds=3.5))
     broken.refresh_from_db()
     assert broken.last_status == LastStatus.FAILED
     assert broken.last_error_message == "broken has no rows to work on"
@@ -97,7 +96,7 @@ def test_seed_content_site_week(clock: DrivenClock, worker: Worker, failures: li
     digest.cron = "0 8 * * *"
     digest.save()
     before = ledger()["digests"]
-    clock.advance(DAY)
+    rehearsal.advance(DAY)
     assert ledger()["digests"] == before + 1
     assert ledger()["dues"]["digest"][-1] == utc(2026, 3, 9, 12, 0).isoformat()  # 08:00 EDT
     assert ledger()["reports"] == [
@@ -113,40 +112,35 @@ def test_seed_content_site_week(clock: DrivenClock, worker: Worker, failures: li
     # -- a restart, three days later ----------------------------------------------------------
     digest.refresh_from_db()
     last_digest_started = digest.last_started
-    worker.close()
-    clock.skip(3 * DAY)
-    second = Worker(clock=clock, executor="django_weft.engine.executors.InlineExecutor")
-    try:
-        rows = {row.name: row for row in Schedule.objects.all()}
-        assert sorted(rows) == ["cleanup", "digest", "renew", "report", "stand-up"]
-        assert rows["digest"].last_started == last_digest_started
-        assert rows["digest"].last_status == LastStatus.OK
-        data = ledger()
-        assert (data["digests"], data["cleanups"], len(data["reports"])) == (3, 51, 2)
+    rehearsal.restart(down=3 * DAY)
+    rows = {row.name: row for row in Schedule.objects.all()}
+    assert sorted(rows) == ["cleanup", "digest", "renew", "report", "stand-up"]
+    assert rows["digest"].last_started == last_digest_started
+    assert rows["digest"].last_status == LastStatus.OK
+    data = ledger()
+    assert (data["digests"], data["cleanups"], len(data["reports"])) == (3, 51, 2)
 
-        clock.advance(timedelta(0))
-        assert ledger()["digests"] == 3, "three missed digests stayed missed"
-        assert len(ledger()["reports"]) == 2, "three missed reports stayed missed"
-        assert len(ledger()["reminders"]) == 2, "one-offs that ran did not run again"
-        assert Schedule.objects.get(name="digest").missed == 3
-        assert Schedule.objects.get(name="report").missed == 3
+    rehearsal.advance(timedelta(0))
+    assert ledger()["digests"] == 3, "three missed digests stayed missed"
+    assert len(ledger()["reports"]) == 2, "three missed reports stayed missed"
+    assert len(ledger()["reminders"]) == 2, "one-offs that ran did not run again"
+    assert Schedule.objects.get(name="digest").missed == 3
+    assert Schedule.objects.get(name="report").missed == 3
 
-        clock.advance(DAY)
-        assert ledger()["digests"] == 4
-        assert ledger()["dues"]["digest"][-1] == utc(2026, 3, 13, 12, 0).isoformat()
-        assert ledger()["reports"][-1] == "report for 2026-03-12: 4 posts, 15 comments"
-        assert Schedule.objects.get(name="report").last_run.state.data["revision"] == 2
+    rehearsal.advance(DAY)
+    assert ledger()["digests"] == 4
+    assert ledger()["dues"]["digest"][-1] == utc(2026, 3, 13, 12, 0).isoformat()
+    assert ledger()["reports"][-1] == "report for 2026-03-12: 4 posts, 15 comments"
+    assert Schedule.objects.get(name="report").last_run.state.data["revision"] == 2
 
-        Schedule.objects.create(
-            name="welcome",
-            job="content.remind",
-            args={"text": "welcome back"},
-            at=clock.now() - DAY,
-        )
-        clock.advance(timedelta(0))
-        assert ledger()["reminders"][-1] == "welcome back"
-        assert ledger()["dues"]["remind"][-1] == (clock.now() - DAY).isoformat()
-        clock.advance(HOUR)
-        assert ledger()["reminders"].count("welcome back") == 1
-    finally:
-        second.close()
+    Schedule.objects.create(
+        name="welcome",
+        job="content.remind",
+        args={"text": "welcome back"},
+        at=clock.now() - DAY,
+    )
+    rehearsal.advance(timedelta(0))
+    assert ledger()["reminders"][-1] == "welcome back"
+    assert ledger()["dues"]["remind"][-1] == (clock.now() - DAY).isoformat()
+    rehearsal.advance(HOUR)
+    assert ledger()["reminders"].count("welcome back") == 1

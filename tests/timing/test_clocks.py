@@ -14,7 +14,7 @@ from django.test import override_settings
 
 from django_weft.engine.worker import Worker
 from django_weft.models import Run, RunStatus, Schedule
-from django_weft.testing import DrivenClock
+from django_weft.testing import DrivenClock, Rehearsal
 from django_weft.timing.clocks import Clock, SystemClock, load_clock
 
 START = datetime(2026, 3, 7, 11, 0, tzinfo=UTC)
@@ -153,8 +153,8 @@ def test_driven_clock_start_default_now() -> None:
     assert clock.now().tzinfo is UTC
 
 
-def test_driven_clock_advance_without_worker() -> None:
-    """advance() with no worker attached just moves time by the delta."""
+def test_driven_clock_advance_just_moves() -> None:
+    """advance() on the clock alone just moves time by the delta."""
     clock = DrivenClock(START)
     clock.advance(timedelta(hours=3, minutes=5))
     assert clock.now() == START + timedelta(hours=3, minutes=5)
@@ -173,7 +173,23 @@ def test_driven_clock_negative_delta(method: str) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_driven_clock_skip_runs_nothing(clock: DrivenClock, worker: Worker) -> None:
+def test_driven_clock_advance_runs_nothing_even_with_a_worker_on_it(clock: DrivenClock) -> None:
+    """The clock does not know the workers built on it: advancing it alone fires nothing."""
+    Schedule.objects.create(name="once", job="tests.noop", at=START + timedelta(minutes=30))
+    worker = Worker(clock=clock, executor="django_weft.engine.executors.InlineExecutor")
+    try:
+        worker.tick()  # arms the row
+        clock.advance(timedelta(hours=1))
+        assert clock.now() == START + timedelta(hours=1)
+        assert Run.objects.count() == 0
+    finally:
+        worker.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_driven_clock_skip_runs_nothing(
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal
+) -> None:
     """skip() moves time without firing a row that comes due meanwhile; advance() fires it later."""
     row = Schedule.objects.create(name="once", job="tests.noop", at=START + timedelta(minutes=30))
     worker.tick()  # arms the row
@@ -185,17 +201,17 @@ def test_driven_clock_skip_runs_nothing(clock: DrivenClock, worker: Worker) -> N
     row.refresh_from_db()
     assert row.next_due == START + timedelta(minutes=30)
     # The row was due during the skip and never fired; advancing now fires it, late.
-    clock.advance(timedelta(0))
+    rehearsal.advance(timedelta(0))
     run = Run.objects.get()
     assert run.status == RunStatus.DONE
     assert run.due == START + timedelta(minutes=30)
 
 
 @pytest.mark.django_db(transaction=True)
-def test_driven_clock_advance_fires_due(clock: DrivenClock, worker: Worker) -> None:
-    """advance() with a worker fires each slot on the way with its due, and ends at the target."""
+def test_rehearsal_advance_fires_due(clock: DrivenClock, rehearsal: Rehearsal) -> None:
+    """A rehearsal's advance() fires each slot on the way with its due, and ends at the target."""
     Schedule.objects.create(name="every", job="tests.noop", every=timedelta(minutes=20))
-    clock.advance(timedelta(hours=1))
+    rehearsal.advance(timedelta(hours=1))
     assert clock.now() == START + timedelta(hours=1)
     assert list(Run.objects.order_by("due").values_list("due", flat=True)) == [
         START + timedelta(minutes=20),

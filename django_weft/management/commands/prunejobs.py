@@ -6,11 +6,11 @@ from datetime import UTC
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
-from django.utils import timezone
 
 from django_weft.conf import weft_settings
 from django_weft.engine.pruning import prune_batch, prune_workers
 from django_weft.management.arguments import convert_keywords, period, positive_int
+from django_weft.timing import clocks
 from django_weft.timing.preview import Period
 
 #: The converters argparse applies, by option; keywords to call_command() go through them too.
@@ -43,7 +43,8 @@ class Command(BaseCommand):
         convert_keywords(options, _CONVERTERS)
         older_than: Period = options["older_than"]
         size = options["batch_size"] or weft_settings.PRUNE_BATCH_SIZE
-        before = (timezone.now() - older_than.length).astimezone(UTC)
+        # The process's time: the clock WEFT_CLOCK names (or one installed), as runjobs reads.
+        before = (clocks.now() - older_than.length).astimezone(UTC)
         total = 0
         while deleted := prune_batch(before=before, size=size):
             total += deleted

@@ -28,7 +28,7 @@ from django_weft.management.arguments import (
     writable_file,
 )
 from django_weft.management.serve import AsgiServer, ServeRefused
-from django_weft.timing.clocks import load_clock
+from django_weft.timing.clocks import install_clock, load_clock
 from django_weft.timing.preview import Period, header, preview
 
 #: The converters argparse applies, by option; keywords to call_command() go through them too.
@@ -157,9 +157,11 @@ class Command(BaseCommand):
         # Before the worker: a refused --http must leave no worker row behind.
         server = self._server(options["http"]) if options["http"] else None
         previous: dict[int, Any] = {}
+        # The process's clock from here on: the worker's (it defaults to it), and what
+        # the requests served by --http read, so a run started there lives on its time.
+        installed_before = install_clock(clock)
         try:
             worker = Worker(
-                clock=clock,
                 concurrency=options["concurrency"],
                 queues=options["queues"],
                 jobs=options["jobs"],
@@ -174,9 +176,11 @@ class Command(BaseCommand):
         finally:
             if server is not None:
                 server.stop()
-            # call_command("runjobs", "--once") must not leave SIGINT bound to a dead worker.
+            # call_command("runjobs", "--once") must not leave SIGINT bound to a dead worker,
+            # nor its clock installed.
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            install_clock(installed_before)
         if worker.abandoned:
             # Their threads cannot be stopped, and the interpreter would wait for them.
             sys.stdout.flush()

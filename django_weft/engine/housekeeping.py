@@ -1,0 +1,62 @@
+"""The worker's chores beside its work, each on a rhythm of its own.
+
+- Pruning (:class:`Pruner`), when ``WEFT_PRUNE_AFTER`` asks for it: one bounded batch of
+  old finished runs per round (see :mod:`~django_weft.engine.pruning`), so a backlog of
+  a million runs is worked through beside the runs, never instead of them; once a batch
+  comes back short the backlog is gone, the rows of long-stopped workers go too, and the
+  step rests for ``WEFT_PRUNE_INTERVAL`` on the worker's clock.
+- The health file (:class:`HealthFile`, ``runjobs --health-file``), touched at least
+  every second while the loop turns, database or not, in real seconds: what a liveness
+  probe watches (see docs/deployment.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime
+from pathlib import Path
+
+from django_weft.conf import weft_settings
+from django_weft.engine.pruning import prune_batch, prune_workers
+from django_weft.live.changes import Changes
+
+logger = logging.getLogger("django_weft.worker")
+
+
+class Pruner:
+    """When this worker prunes next, and the step that does."""
+
+    def __init__(self) -> None:
+        self._next_prune: datetime | None = None
+
+    def step(self, now: datetime, changes: Changes) -> bool:
+        """Delete a batch of old finished runs if it is time; True if any went."""
+        keep = weft_settings.PRUNE_AFTER
+        if keep is None or (self._next_prune is not None and now < self._next_prune):
+            return False
+        batch, before = weft_settings.PRUNE_BATCH_SIZE, now - keep
+        deleted = prune_batch(before=before, size=batch)
+        if deleted < batch:
+            prune_workers(before=before)
+            self._next_prune = now + weft_settings.PRUNE_INTERVAL
+        if deleted:
+            logger.info("pruned %d run(s) that finished before %s", deleted, before.isoformat())
+        return deleted > 0
+
+
+class HealthFile:
+    """A file touched at most once a second, for a liveness probe (None: no file)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._touched = 0.0
+
+    def touch(self) -> None:
+        if self.path is None or time.monotonic() - self._touched < 1.0:
+            return
+        self._touched = time.monotonic()
+        try:
+            self.path.touch()
+        except OSError as error:
+            logger.warning("cannot touch the health file %s: %s", self.path, error)

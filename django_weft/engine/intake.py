@@ -1,0 +1,102 @@
+"""The claim step: which runs this worker takes in, and how each starts executing.
+
+A worker claims only runs of the jobs (and versions) deployed in it, of the queues it
+was told, as many as its executor has free slots (:func:`~django_weft.engine.claiming.claim`
+writes the claim). Each claimed run becomes an
+:class:`~django_weft.engine.execution.Execution` with its timeout's deadline, goes in
+flight, and is handed to the executor; its thread delivers the report to the queue and
+wakes the loop. Apart from the loop because it is the one step that knows about jobs,
+queues and threads at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+from functools import partial
+
+from django_weft.engine import timeouts
+from django_weft.engine.claiming import claim, deployed_pairs
+from django_weft.engine.execution import Execution, execute
+from django_weft.engine.inflight import InFlight
+from django_weft.engine.lookout import Lookout
+from django_weft.engine.membership import Membership
+from django_weft.engine.options import WorkerOptions
+from django_weft.engine.reports import Reports
+from django_weft.jobs.registry import Job, registry
+from django_weft.live import publisher
+from django_weft.live.changes import Changes
+from django_weft.models import Document, Run
+
+
+def _publish_state(document: Document) -> None:
+    """A run's state change, from its own thread, to the live views."""
+    changes = Changes()
+    changes.document(document.pk)
+    publisher.publish(changes)
+
+
+class Intake:
+    """What one worker claims, and the claim step."""
+
+    def __init__(
+        self,
+        options: WorkerOptions,
+        *,
+        membership: Membership,
+        in_flight: InFlight,
+        reports: Reports,
+        lookout: Lookout,
+        wake: threading.Event,
+    ) -> None:
+        self.options = options
+        self._membership = membership
+        self._in_flight = in_flight
+        self._reports = reports
+        self._lookout = lookout
+        self._wake = wake
+        self._deployed_pairs: tuple[tuple[str, int], ...] = ()
+        self._deployed_for = -1
+
+    def jobs(self) -> list[Job]:
+        """The registered jobs this worker executes (``--job``; default: all)."""
+        names = self.options.jobs
+        return [job for job in registry if names is None or job.name in names]
+
+    def deployed(self) -> tuple[tuple[str, int], ...]:
+        """What this worker claims, worked out again only when the registry changes."""
+        if self._deployed_for != registry.generation:
+            self._deployed_pairs = deployed_pairs(self.jobs())
+            self._deployed_for = registry.generation
+        return self._deployed_pairs
+
+    def step(self, now: datetime, changes: Changes, *, look_for_retries: bool = False) -> bool:
+        """Claim as many runs as there are free slots and start them; True if any."""
+        process = self._membership.process
+        assert process is not None
+        if look_for_retries or self._lookout.retry_due(now):
+            self._lookout.next_retry = Run.objects.next_retry()
+        executor = self._in_flight.executor
+        free = executor.free_slots()
+        if free <= 0:
+            return False
+        queues = self.options.queues
+        runs = claim(self.deployed(), limit=free, worker=process, now=now, queues=queues)
+        self._lookout.more_to_claim = len(runs) == free
+        for run in runs:
+            changes.run(run.pk)
+            execution = Execution(
+                run=run, worker_id=process.pk, deadline=timeouts.deadline(run, now)
+            )
+            if run.abort_requested_at is not None:
+                execution.abort.set()
+            self._in_flight.submit(execution, partial(self._execute, execution))
+        return bool(runs)
+
+    def _execute(self, execution: Execution) -> None:
+        """On a run thread: run the execution, hand its report over, wake the loop."""
+        try:
+            deliver = partial(self._reports.deliver, execution)
+            execute(execution, deliver=deliver, on_state_change=_publish_state)
+        finally:
+            self._wake.set()

@@ -1,0 +1,97 @@
+"""This process among the workers: its row, its heartbeat, its fence, and reaping others.
+
+Every ``runjobs`` process registers a ``WorkerProcess`` row and beats it every
+``WEFT_HEARTBEAT_INTERVAL`` seconds; a row silent for ``WEFT_LOST_AFTER`` seconds counts
+as dead, and any other worker then finishes its runs as lost. This module keeps both
+sides of that contract together, because they must agree on the clock and the windows:
+
+- a worker learns it was declared dead (it was paused, say) from its own heartbeat,
+  lets go of its runs (their late outcomes are discarded) and registers again as a new
+  process: the *fence*;
+- a worker reaps others only once it has itself reached the database for a whole
+  lost-after window, so that a database outage, during which nobody could beat, never
+  makes live workers look dead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from datetime import datetime, timedelta
+
+from django_weft.conf import weft_settings
+from django_weft.engine.inflight import InFlight
+from django_weft.engine.reaping import finish_lost
+from django_weft.live.changes import Changes
+from django_weft.models import WorkerProcess
+
+logger = logging.getLogger("django_weft.worker")
+
+
+class Membership:
+    """One worker's registration, heartbeat and reaping, over the runs it executes."""
+
+    def __init__(self, in_flight: InFlight) -> None:
+        self.in_flight = in_flight
+        self.process: WorkerProcess | None = None
+        self._next_beat: datetime | None = None
+        #: When this worker may next finish other workers' runs as lost.
+        self._reap_from: datetime | None = None
+
+    def register(self, now: datetime) -> WorkerProcess:
+        """Register this process (again, after a fence) as a new ``WorkerProcess``."""
+        self.process = WorkerProcess.objects.create(
+            hostname=socket.gethostname(), pid=os.getpid(), started_at=now, last_beat=now
+        )
+        self._next_beat = now + timedelta(seconds=weft_settings.HEARTBEAT_INTERVAL)
+        self._reap_from = now + timedelta(seconds=weft_settings.LOST_AFTER)
+        return self.process
+
+    def beat(self, now: datetime, changes: Changes) -> bool:
+        """Beat when due, fence when declared dead, reap the silent; True if it fenced."""
+        assert self.process is not None
+        if self._next_beat is not None and now < self._next_beat:
+            return False
+        alive = WorkerProcess.objects.filter(pk=self.process.pk, stopped_at__isnull=True).update(
+            last_beat=now
+        )
+        self._next_beat = now + timedelta(seconds=weft_settings.HEARTBEAT_INTERVAL)
+        if not alive:
+            self._fence(now)
+            return True
+        if self._reap_from is None:
+            self._reap_from = now + timedelta(seconds=weft_settings.LOST_AFTER)
+        if now >= self._reap_from:
+            silent_since = now - timedelta(seconds=weft_settings.LOST_AFTER)
+            lost = finish_lost(now=now, silent_since=silent_since, changes=changes)
+            if lost:
+                logger.warning("finished %d run(s) of silent workers as lost", lost)
+        return False
+
+    def out_of_reach(self) -> None:
+        """A step could not reach the database: count the lost-after window again from
+        the moment it can."""
+        self._reap_from = None
+
+    def deregister(self, now: datetime) -> None:
+        if self.process is not None:
+            WorkerProcess.objects.filter(pk=self.process.pk).update(stopped_at=now)
+
+    def _fence(self, now: datetime) -> None:
+        """Others declared this process dead: let go of its runs and register afresh."""
+        assert self.process is not None
+        dead = self.process
+        runs = list(self.in_flight)
+        logger.error(
+            "this worker (%s) was declared dead by another: it missed its heartbeats for "
+            "more than %ss. Its %d run(s) were finished as lost elsewhere; their outcomes "
+            "will be discarded. Registering again as a new process.",
+            dead,
+            weft_settings.LOST_AFTER,
+            len(runs),
+        )
+        for execution in runs:
+            self.in_flight.give_up(execution, abort=True)
+        self.register(now)
+        logger.info("registered again as %s (was %s)", self.process, dead)

@@ -1,0 +1,130 @@
+"""The report queue: how attempts ended, handed from the run threads to the loop.
+
+A run thread ends its attempt by delivering an
+:class:`~django_weft.engine.finishing.AttemptReport`; it writes nothing. The loop records
+what is waiting, all of it in one transaction per round, and a report leaves the queue
+only once that transaction has committed. While the database is down the reports simply
+wait here, in memory, for the next round that reaches it: an outage costs time, never an
+outcome. Two sides share the queue (threads append under a lock, the loop records and
+removes), which is why it is a class of its own rather than a list inside the worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from django.db import DatabaseError, transaction
+
+from django_weft.engine.execution import Execution
+from django_weft.engine.finishing import AttemptReport, finish_plain, is_plain, record_attempt
+from django_weft.jobs.tracebacks import ErrorRecord
+from django_weft.live.changes import Changes
+from django_weft.models import RunStatus
+
+logger = logging.getLogger("django_weft.worker")
+
+#: A delivered report, with the execution it ends (None for one the loop wrote itself:
+#: a run given up on at its timeout or at shutdown).
+Entry = tuple[Execution | None, AttemptReport]
+
+
+@dataclass
+class Recorded:
+    """What one recording did, for the loop to know where to look next."""
+
+    #: The executions whose report was recorded or discarded: no longer running here.
+    done: list[Execution] = field(default_factory=list)
+    #: Whether a report took the full finish (hook, schedule, retry), which may have
+    #: queued runs to claim.
+    finished_fully: bool = False
+    #: The earliest retry those finishes set, if any.
+    retry_at: datetime | None = None
+
+
+class Reports:
+    """Reports of ended attempts, oldest first, until the database has taken them."""
+
+    def __init__(self) -> None:
+        self._entries: list[Entry] = []
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def deliver(self, execution: Execution | None, report: AttemptReport) -> None:
+        """Queue ``report``; called from any thread."""
+        with self._lock:
+            self._entries.append((execution, report))
+
+    def record(self, now: datetime, changes: Changes) -> Recorded | None:
+        """Record the waiting reports in one transaction; None if none was waiting.
+
+        The plain ones (no hook, schedule or retry) are one statement each; the others
+        each take the full finish in a savepoint of their own. A database error leaves
+        every one of them queued for the next round.
+        """
+        with self._lock:
+            waiting = list(self._entries)
+        if not waiting:
+            return None
+        plain = [
+            entry
+            for entry in waiting
+            if entry[0] is not None and not entry[0].given_up and is_plain(entry[1])
+        ]
+        finished = {id(entry) for entry in plain}
+        recorded = Recorded()
+        with transaction.atomic():
+            if plain:
+                finish_plain([report for _, report in plain], now=now, changes=changes)
+            for entry in waiting:
+                if id(entry) in finished:
+                    continue
+                execution, report = entry
+                if execution is not None and execution.given_up:
+                    logger.warning(
+                        "late outcome of %s run %s (%s) discarded: the run was given up on",
+                        report.job,
+                        report.run_id,
+                        report.status,
+                    )
+                    continue
+                recorded.finished_fully = True
+                retry_at = _record(report, now, changes)
+                if retry_at is not None:
+                    recorded.retry_at = min(filter(None, (recorded.retry_at, retry_at)))
+        done = {id(entry) for entry in waiting}
+        with self._lock:
+            self._entries = [entry for entry in self._entries if id(entry) not in done]
+        recorded.done = [execution for execution, _ in waiting if execution is not None]
+        return recorded
+
+    def describe(self) -> str:
+        """The runs whose reports are waiting, and how they ended, for a log line."""
+        with self._lock:
+            entries = list(self._entries)
+        return ", ".join(f"{report.run_id} ({report.status})" for _, report in entries)
+
+
+def _record(report: AttemptReport, now: datetime, changes: Changes) -> datetime | None:
+    """Record one report, and return the retry it set; one the database refuses for
+    another reason than being away is recorded as a failure, so that it cannot block the
+    reports behind it."""
+    try:
+        recorded = record_attempt(report, now=now, changes=changes)
+    except DatabaseError:
+        raise
+    except Exception as error:
+        logger.exception("could not record the outcome of %s run %s", report.job, report.run_id)
+        failure = ErrorRecord(
+            type(error).__name__,
+            f"the outcome ({report.status}) could not be recorded: {error}",
+            "",
+        )
+        failed = replace(report, status=RunStatus.FAILED, result=None, error=failure)
+        record_attempt(failed, now=now, changes=changes)
+        return None
+    return recorded.retry_at if recorded is not None else None
