@@ -301,6 +301,21 @@ def test_audit_schedule_edit_of_what_runs_names_the_new_owner(schedule: Schedule
     assert the_record().changed == ["job", "owner"]
 
 
+def test_audit_schedule_edit_keeps_private_args_off_the_record(operator: Any) -> None:
+    """An args edit is on record by name: the values (private ones too) are not."""
+    private = Schedule.objects.create(
+        name="secretive",
+        job="tests.private",
+        args={"label": "a", "secret": "old"},
+        every=timedelta(hours=1),
+    )
+    operations.edit_schedule_for(operator, private, {"args": {"label": "a", "secret": "hunter2"}})
+    record = AuditRecord.objects.values().get()
+    assert record["changed"] == ["args", "owner"]
+    assert "hunter2" not in str(record)
+    assert "hunter2" not in str(list(LogEntry.objects.values()))
+
+
 def test_audit_enable_and_disable_record_each_schedule_switched(operator: Any) -> None:
     """The list's actions record each schedule they switch, not those already so."""
     on = Schedule.objects.create(name="on", job="tests.noop", every=timedelta(hours=1))
