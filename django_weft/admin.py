@@ -8,12 +8,21 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from django_weft.console.audit import AuditRecordAdmin
 from django_weft.console.overview_page import OverviewAdmin
 from django_weft.console.records import DocumentAdmin, WorkerProcessAdmin
 from django_weft.console.runs import RunAdmin
 from django_weft.console.schedules import ScheduleAdmin
 from django_weft.console.stored_modules import ModuleAdmin
-from django_weft.models import Document, Module, Overview, Run, Schedule, WorkerProcess
+from django_weft.models import (
+    AuditRecord,
+    Document,
+    Module,
+    Overview,
+    Run,
+    Schedule,
+    WorkerProcess,
+)
 
 admin.site.register(Schedule, ScheduleAdmin)
 admin.site.register(Run, RunAdmin)
@@ -21,3 +30,4 @@ admin.site.register(Overview, OverviewAdmin)
 admin.site.register(Document, DocumentAdmin)
 admin.site.register(WorkerProcess, WorkerProcessAdmin)
 admin.site.register(Module, ModuleAdmin)
+admin.site.register(AuditRecord, AuditRecordAdmin)

@@ -16,6 +16,11 @@ Rules beyond the model permissions (see docs/security.md):
 - *run now* and *retry* start runs, so they need ``add_run`` besides the right to act on
   the schedule or see the run in full;
 - pausing a queue stops everyone's runs: it needs ``pause_queue``.
+
+Every checked call that changes something puts it on record (:func:`record`): who, when,
+what, and through which entry point (:func:`entry_point`), in the same transaction as the
+change. A refused call, or one that changes nothing (an abort asked again, a pause of a
+paused queue), leaves no record.
 """
 
 from __future__ import annotations
@@ -26,10 +31,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db import models, transaction
 
 from django_weft import access
 from django_weft.access import User
-from django_weft.engine import finishing, scheduler, starting
+from django_weft.engine import auditing, finishing, scheduler, starting
+from django_weft.engine.auditing import entry_point as entry_point
 from django_weft.engine.schedules import edit_schedule, save_schedule
 from django_weft.engine.starting import StartRequest
 from django_weft.exceptions import (
@@ -48,7 +55,7 @@ from django_weft.jobs.registry import Job, registry
 from django_weft.jobs.revisions import Change
 from django_weft.live import publisher
 from django_weft.live.changes import Changes
-from django_weft.models import Document, PausedQueue, Run, Schedule
+from django_weft.models import AuditAction, AuditRecord, Document, PausedQueue, Run, Schedule
 from django_weft.timing import clocks
 
 if TYPE_CHECKING:
@@ -70,6 +77,27 @@ def _signed_in(user: User) -> None:
 
 def _as_owner(user: User) -> AbstractBaseUser:
     return cast("AbstractBaseUser", user)
+
+
+def record(
+    user: User | None,
+    action: str,
+    obj: models.Model,
+    *,
+    text: str = "",
+    changed: Iterable[str] = (),
+    details: Mapping[str, Any] | None = None,
+) -> AuditRecord:
+    """Put ``user``'s ``action`` (an :class:`~django_weft.models.AuditAction`) on ``obj``
+    on record, at the clock's now, as coming through the current :func:`entry_point`.
+
+    Call it inside the action's transaction, once the action has changed something. It
+    writes a weft audit record, and an entry in the object's admin history (not for a
+    queue, which has none). See :func:`django_weft.engine.auditing.record`.
+    """
+    return auditing.record(
+        user, action, obj, now=clocks.now(), text=text, changed=changed, details=details
+    )
 
 
 # -- runs ------------------------------------------------------------------------------------
@@ -196,6 +224,14 @@ def require_start(user: User) -> None:
 
 def start_for(user: User, request: StartRequest) -> tuple[Run, bool]:
     """Start ``request`` as ``user``, who owns the run; False for a resent key."""
+    with transaction.atomic():
+        run, created = _start_as(user, request)
+        if created:
+            record(user, AuditAction.START, run, text="Started")
+    return run, created
+
+
+def _start_as(user: User, request: StartRequest) -> tuple[Run, bool]:
     require_start(user)
     return start_or_get(replace(request, owner=_as_owner(user)))
 
@@ -211,7 +247,11 @@ def abort_for(user: User, run: Run) -> bool:
         access.CHANGE_RUN,
         or_owner=True,
     )
-    if abort(run):
+    with transaction.atomic():
+        requested = abort(run)
+        if requested:
+            record(user, AuditAction.ABORT, run, text="Requested an abort")
+    if requested:
         return True
     run.refresh_from_db(fields=["status"])
     if run.is_finished:
@@ -234,7 +274,11 @@ def retry_for(user: User, run: Run) -> Run:
     if not run.is_finished:
         raise RunNotFinished(run.pk, run.status)
     again = StartRequest(registry.get(run.job), run.args, priority=run.priority)
-    return start_for(user, again)[0]
+    with transaction.atomic():
+        retried, _ = _start_as(user, again)
+        made = {"run": str(retried.pk)}
+        record(user, AuditAction.RETRY, run, text=f"Retried as run {retried.pk}", details=made)
+    return retried
 
 
 # -- schedules -------------------------------------------------------------------------------
@@ -244,7 +288,10 @@ def run_now_for(user: User, schedule: Schedule) -> Run:
     """Start ``schedule``'s job now, outside its plan, as the schedule's owner."""
     require_schedule_change(user, schedule, "run now")
     require_start(user)
-    run = scheduler.run_now(schedule, now=clocks.now())
+    with transaction.atomic():
+        run = scheduler.run_now(schedule, now=clocks.now())
+        made = {"run": str(run.pk)}
+        record(user, AuditAction.RUN_NOW, schedule, text=f"Ran now: run {run.pk}", details=made)
     _publish_run(run)
     return run
 
@@ -279,7 +326,10 @@ def create_schedule_for(user: User, fields: Mapping[str, Any]) -> Schedule:
     """A new schedule owned by ``user``, validated against the deployed code."""
     require_schedule_create(user)
     schedule = Schedule(**{**fields, "owner": user})
-    return save_schedule(schedule)
+    with transaction.atomic():
+        save_schedule(schedule)
+        record(user, AuditAction.SCHEDULE_CREATE, schedule, text="Created")
+    return schedule
 
 
 def edit_schedule_for(user: User, schedule: Schedule, changes: Mapping[str, Any]) -> Schedule:
@@ -302,13 +352,22 @@ def edit_schedule_for(user: User, schedule: Schedule, changes: Mapping[str, Any]
         )
     if what_runs and not access.owns(user, schedule):
         changes = {**changes, "owner": user}  # AUTH_USER_MODEL, whatever class it is
-    return edit_schedule(schedule, changes)
+    loaded = {name: getattr(schedule, name) for name in changes}
+    with transaction.atomic():
+        edited = edit_schedule(schedule, changes)
+        changed = [name for name, value in loaded.items() if getattr(edited, name) != value]
+        if changed:
+            text = f"Changed {', '.join(changed)}"
+            record(user, AuditAction.SCHEDULE_EDIT, edited, text=text, changed=changed)
+    return edited
 
 
 def delete_schedule_for(user: User, schedule: Schedule) -> None:
     """Delete ``schedule``; its runs are kept."""
     require_schedule_delete(user, schedule)
-    schedule.delete()
+    with transaction.atomic():
+        record(user, AuditAction.SCHEDULE_DELETE, schedule, text="Deleted")
+        schedule.delete()
 
 
 def set_enabled_for(user: User, schedules: Iterable[Schedule], enabled: bool) -> int:
@@ -316,10 +375,14 @@ def set_enabled_for(user: User, schedules: Iterable[Schedule], enabled: bool) ->
     chosen = list(schedules)
     for schedule in chosen:
         require_schedule_change(user, schedule, "enable" if enabled else "disable")
-    rows = Schedule.objects.filter(pk__in=[schedule.pk for schedule in chosen])
-    if enabled:
-        return rows.enable()
-    return rows.filter(enabled=True).update(enabled=False)
+    action = AuditAction.SCHEDULE_ENABLE if enabled else AuditAction.SCHEDULE_DISABLE
+    with transaction.atomic():
+        rows = Schedule.objects.filter(pk__in=[schedule.pk for schedule in chosen])
+        switched = list(rows.select_for_update().filter(enabled=not enabled))
+        count = rows.enable() if enabled else rows.filter(enabled=True).update(enabled=False)
+        for schedule in switched:
+            record(user, action, schedule, text="Enabled" if enabled else "Disabled")
+    return count
 
 
 # -- queues ----------------------------------------------------------------------------------
@@ -328,21 +391,29 @@ def set_enabled_for(user: User, schedules: Iterable[Schedule], enabled: bool) ->
 def pause_queue_for(user: User, queue: str) -> bool:
     """Pause ``queue`` for every worker; False when it was paused already."""
     _require(user.has_perm(access.PAUSE_QUEUE), f"pause queue {queue}", access.PAUSE_QUEUE)
-    _, created = PausedQueue.objects.get_or_create(
-        queue=queue,
-        defaults={
-            "paused_at": clocks.now(),
-            "paused_by": cast(Any, user) if user.is_authenticated else None,
-        },
-    )
+    with transaction.atomic():
+        paused, created = PausedQueue.objects.get_or_create(
+            queue=queue,
+            defaults={
+                "paused_at": clocks.now(),
+                "paused_by": cast(Any, user) if user.is_authenticated else None,
+            },
+        )
+        if created:
+            record(user, AuditAction.QUEUE_PAUSE, paused, text="Paused")
     return created
 
 
 def resume_queue_for(user: User, queue: str) -> bool:
     """Resume ``queue``; False when it was not paused."""
     _require(user.has_perm(access.PAUSE_QUEUE), f"resume queue {queue}", access.PAUSE_QUEUE)
-    deleted, _ = PausedQueue.objects.filter(queue=queue).delete()
-    return bool(deleted)
+    with transaction.atomic():
+        paused = PausedQueue.objects.select_for_update().filter(queue=queue).first()
+        if paused is None:
+            return False
+        record(user, AuditAction.QUEUE_RESUME, paused, text="Resumed")
+        paused.delete()
+    return True
 
 
 # -- documents -------------------------------------------------------------------------------
@@ -355,12 +426,20 @@ def open_document(
     return revisions.open_document(key, schema=schema, version=version, initial=initial)
 
 
-def change_document(document: Document, change: Change, *, attempts: int = 20) -> Document:
+def change_document(
+    document: Document, change: Change, *, attempts: int = 20, by: User | None = None
+) -> Document:
     """Apply ``change`` to the document's data, commit it as the next revision, and publish.
 
-    See :func:`django_weft.jobs.revisions.change_document`.
+    See :func:`django_weft.jobs.revisions.change_document`. A change made for a user
+    (``by``) is on record as theirs; code's own bookkeeping (a job's ledger) is not.
     """
-    changed = revisions.change_document(document, change, attempts=attempts)
+    with transaction.atomic():
+        changed = revisions.change_document(document, change, attempts=attempts)
+        if by is not None:
+            revision = {"revision": changed.revision}
+            text = f"Changed to revision {changed.revision}"
+            record(by, AuditAction.DOCUMENT_CHANGE, changed, text=text, details=revision)
     changes = Changes()
     changes.document(changed.pk)
     publisher.publish(changes)

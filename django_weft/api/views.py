@@ -18,6 +18,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import InterfaceError, OperationalError
 from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -127,11 +129,17 @@ class DatabaseUnavailable(APIException):
 
 
 class WeftViewSetMixin:
-    """What every API view shares: a database outage answers 503, not 500.
+    """What every API view shares: what it asks of the service layer is on record as
+    coming through the API, and a database outage answers 503, not 500.
 
     Nothing was written (the transaction could not commit), so a client may resend; with
     an ``Idempotency-Key`` a resent start can never make a second run.
     """
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        with operations.entry_point("api"):
+            response: HttpResponseBase = super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
+        return response
 
     def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, OperationalError | InterfaceError):

@@ -3,10 +3,11 @@
 :func:`read_overview` asks the database seven questions, whatever the number of runs,
 queues, workers or schedules: the unfinished runs grouped by queue, status and job
 version; the runs finished over the last day grouped by minute and status; the paused
-queues; the live workers; what they run; the schedules due within the hour (read by
-:mod:`django_weft.engine.previews`, planned by :mod:`django_weft.timing.preview`); the
-latest failures. ``now`` is handed in (the project's clock, as for the schedules' next
-fires), so the figures can be tested at any moment.
+queues and who paused them; the live workers; what they run; the schedules due within
+the hour (read by :mod:`django_weft.engine.previews`, planned by
+:mod:`django_weft.timing.preview`); the latest failures. ``now`` is handed in (the
+project's clock, as for the schedules' next fires), so the figures can be tested at any
+moment.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from django.contrib.auth import get_user_model
 from django.db.models import Count, Min
 from django.db.models.functions import TruncMinute
 
@@ -60,6 +62,8 @@ class Queue:
     running: int = 0
     oldest_waiting: datetime | None = None
     paused_at: datetime | None = None
+    #: The username of who paused it ("" when that user is gone, or code paused it).
+    paused_by: str = ""
 
     @property
     def paused(self) -> bool:
@@ -150,7 +154,11 @@ def _unfinished(now: datetime) -> tuple[dict[str, int], list[Queue]]:
         depth[queue] += number
         if queue not in oldest or row["oldest"] < oldest[queue]:
             oldest[queue] = row["oldest"]
-    paused = dict(PausedQueue.objects.values_list("queue", "paused_at"))
+    pauser = f"paused_by__{get_user_model().USERNAME_FIELD}"
+    paused = {
+        queue: (at, by or "")
+        for queue, at, by in PausedQueue.objects.values_list("queue", "paused_at", pauser)
+    }
     # Every queue a deployed job uses is listed, so an idle one can be paused ahead.
     names = {job.queue for job in registry} | set(depth) | set(running) | set(paused)
     queues = [
@@ -159,7 +167,8 @@ def _unfinished(now: datetime) -> tuple[dict[str, int], list[Queue]]:
             queued=depth[name],
             running=running[name],
             oldest_waiting=oldest.get(name),
-            paused_at=paused.get(name),
+            paused_at=paused[name][0] if name in paused else None,
+            paused_by=paused[name][1] if name in paused else "",
         )
         for name in sorted(names)
     ]

@@ -47,7 +47,8 @@ class DocumentAdmin(DocumentAdminBase):
 
 
 class WorkerProcessAdmin(WorkerProcessAdminBase):
-    """Worker rows are written by the workers themselves: read here, never edited."""
+    """Worker rows are written by the workers themselves: read here, never edited or
+    deleted (``prunejobs`` deletes the rows of workers that stopped long ago)."""
 
     list_display = ["__str__", "started_at", "last_beat", "stopped_at", "running"]
     readonly_fields = ["hostname", "pid", "started_at", "last_beat", "stopped_at"]
@@ -65,4 +66,7 @@ class WorkerProcessAdmin(WorkerProcessAdminBase):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: WorkerProcess | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: WorkerProcess | None = None) -> bool:
         return False

@@ -11,7 +11,8 @@ becomes a message, a refused save its form again, with the refusal on it
 (:func:`show_refusals`).
 
 The service layer judges by doing, so the form is not asked first: asking first would
-copy its rules or ask it twice.
+copy its rules or ask it twice. Both helpers tell it that what it does comes through the
+admin (:func:`~django_weft.operations.entry_point`), for the record of each action.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def act(
 ) -> T | None:
     """``work()`` (an operation); a refusal becomes an error message, not a 500."""
     try:
-        return work()
+        with operations.entry_point("admin"):
+            return work()
     except operations.REFUSALS as refusal:
         tell(page, request, what, refusal)
         return None
@@ -64,7 +66,8 @@ def tell(page: admin.ModelAdmin[Any], request: HttpRequest, what: str, refusal: 
 def refused(work: Callable[[], T]) -> T:
     """``work()`` (an operation), its refusal raised as :class:`Refused`."""
     try:
-        return work()
+        with operations.entry_point("admin"):
+            return work()
     except operations.REFUSALS as refusal:
         raise Refused(refusal) from refusal
 

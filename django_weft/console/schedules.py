@@ -15,6 +15,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import (
     Http404,
@@ -29,6 +30,7 @@ from django.utils.html import format_html
 
 from django_weft import access, operations
 from django_weft.console import refusals
+from django_weft.console.audit import HistoryFromOperations
 from django_weft.console.plan_preview import fires_preview, invalid_preview
 from django_weft.console.refusals import act
 from django_weft.console.schedule_columns import ScheduleColumns
@@ -47,7 +49,7 @@ else:
 SCHEDULE_BUTTONS = {"run-now": "Run now", "pause": "Pause", "resume": "Resume"}
 
 
-class ScheduleAdmin(ScheduleColumns, ScheduleAdminBase):
+class ScheduleAdmin(HistoryFromOperations, ScheduleColumns, ScheduleAdminBase):
     list_display = [
         "name",
         "job_name",
@@ -303,6 +305,17 @@ class ScheduleAdmin(ScheduleColumns, ScheduleAdminBase):
 
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
         refusals.refused(lambda: operations.delete_schedule_for(request.user, obj))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        """*Delete selected schedules*, each through the service layer (and on record):
+        all of them, or none and a 403 naming the refusal."""
+        try:
+            with transaction.atomic():
+                for schedule in queryset:
+                    delete = partial(operations.delete_schedule_for, request.user, schedule)
+                    refusals.refused(delete)
+        except refusals.Refused as refused:
+            raise PermissionDenied(str(refused)) from refused
 
     # -- who may do what --------------------------------------------------------------------
 

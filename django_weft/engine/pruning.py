@@ -4,15 +4,21 @@ A batch is one transaction over at most ``size`` runs: the runs, their earlier a
 (by cascade) and their state documents. Each schedule's last run is kept, because the
 schedule's last-run record points at it. Batches never hold locks for long, so pruning a
 million rows goes on beside a busy worker instead of stopping it.
+
+The audit trail goes with the runs, at the same age: the audit records of actions taken
+before ``before``, and the admin history (``LogEntry``) of django-weft's objects from then.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from django.db import connection, transaction
+from django.apps import apps
+from django.contrib.contenttypes.models import ContentType
+from django.db import connection, models, transaction
 
-from django_weft.models import Document, Run, Schedule, WorkerProcess
+from django_weft.models import AuditRecord, Document, Run, Schedule, WorkerProcess
 from django_weft.models.run import UNFINISHED
 
 
@@ -45,11 +51,37 @@ def prune_workers(*, before: datetime) -> int:
     return deleted
 
 
+def prune_audit(*, before: datetime, size: int) -> int:
+    """Delete the records of actions taken before ``before``, and the admin history of
+    django-weft's objects from then, ``size`` rows a transaction; returns how many
+    audit records went."""
+    total = _delete_in_batches(AuditRecord.objects.older_than(before), size)
+    if apps.is_installed("django.contrib.admin"):
+        log_entry = apps.get_model("admin", "LogEntry")
+        ours = ContentType.objects.filter(app_label="django_weft")
+        old = log_entry._default_manager.filter(content_type__in=ours, action_time__lt=before)
+        _delete_in_batches(old, size)
+    return total
+
+
+def _delete_in_batches(rows: models.QuerySet[Any], size: int) -> int:
+    total = 0
+    while True:
+        with transaction.atomic():
+            batch = list(rows.order_by("pk").values_list("pk", flat=True)[:size])
+            deleted, _ = rows.model._default_manager.filter(pk__in=batch).delete()
+        total += int(deleted)
+        if len(batch) < size:
+            return total
+
+
 def prune(*, before: datetime, size: int) -> int:
     """Delete every run that finished before ``before``, ``size`` at a time, then the rows
-    of workers that stopped before it; returns how many runs went."""
+    of workers that stopped before it and the audit trail from before it; returns how
+    many runs went."""
     total = 0
     while deleted := prune_batch(before=before, size=size):
         total += deleted
     prune_workers(before=before)
+    prune_audit(before=before, size=size)
     return total

@@ -1,6 +1,8 @@
-"""The app's models: schedules, runs, state documents, worker processes and stored modules."""
+"""The app's models: schedules, runs, state documents, worker processes, stored modules
+and the audit trail of operator actions."""
 
 from django_weft.models.attempt import Attempt
+from django_weft.models.audit import AuditAction, AuditRecord, EntryPoint
 from django_weft.models.document import Document
 from django_weft.models.module import Module, ModuleRevision
 from django_weft.models.overview import Overview
@@ -11,8 +13,11 @@ from django_weft.models.worker import WorkerProcess
 
 __all__ = [
     "Attempt",
+    "AuditAction",
+    "AuditRecord",
     "CatchUp",
     "Document",
+    "EntryPoint",
     "LastStatus",
     "Module",
     "ModuleRevision",

@@ -50,7 +50,7 @@ def page(user: User, after: uuid.UUID) -> tuple[Views, str | None]:
 
 def start(user: User, request: StartRequest) -> dict[str, Any]:
     """Start ``request`` as ``user``; the run as they see it."""
-    with refusals():
+    with refusals(), operations.entry_point("socket"):
         run, _ = operations.start_for(user, request)
     return projections.run_for(user, _with_views().get(pk=run.pk))
 
@@ -60,7 +60,7 @@ def abort(user: User, run_id: uuid.UUID) -> None:
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
         raise FrameError("not_found", f"no run {run_id}")
-    with refusals():
+    with refusals(), operations.entry_point("socket"):
         operations.abort_for(user, run)
 
 

@@ -1,4 +1,5 @@
-"""``manage.py prunejobs --older-than 30d``: delete old finished runs in bounded batches."""
+"""``manage.py prunejobs --older-than 30d``: delete old finished runs in bounded batches,
+and the audit trail of the same age."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from django_weft.conf import weft_settings
-from django_weft.engine.pruning import prune_batch, prune_workers
+from django_weft.engine.pruning import prune_audit, prune_batch, prune_workers
 from django_weft.management.arguments import convert_keywords, period, positive_int
 from django_weft.timing import clocks
 from django_weft.timing.preview import Period
@@ -20,8 +21,9 @@ _CONVERTERS = {"older_than": period, "batch_size": positive_int}
 class Command(BaseCommand):
     help = (
         "Delete finished runs (with their earlier attempts and state documents) that "
-        "finished longer ago than --older-than, and the rows of workers that stopped "
-        "before then; each schedule's last run is kept."
+        "finished longer ago than --older-than, the rows of workers that stopped "
+        "before then, and the audit records of actions taken before then; each "
+        "schedule's last run is kept."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -51,6 +53,8 @@ class Command(BaseCommand):
             if options["verbosity"] > 1:
                 self.stdout.write(f"deleted {deleted} run(s); {total} so far")
         prune_workers(before=before)
+        audited = prune_audit(before=before, size=size)
         self.stdout.write(
             f"deleted {total} run(s) that finished before {before:%Y-%m-%d %H:%M:%S} UTC"
         )
+        self.stdout.write(f"deleted {audited} audit record(s) of actions taken before then")
