@@ -24,7 +24,6 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
 from django.db import transaction
 from django.test import Client
-from django.utils import timezone
 from rest_framework.test import APIClient
 
 from django_weft import operations
@@ -470,7 +469,7 @@ def test_audit_record_keeps_who_acted_after_the_account_goes(operator: Any, run:
 
 def aged_records(days: float) -> None:
     """Move every audit record and history entry ``days`` before now."""
-    moment = timezone.now() - timedelta(days=days)
+    moment = clocks.now() - timedelta(days=days)
     AuditRecord.objects.update(at=moment)
     LogEntry.objects.update(action_time=moment)
 
@@ -488,8 +487,8 @@ def test_audit_prunejobs_prunes_the_trail_with_the_runs(operator: Any) -> None:
     )
     aged_records(40)
     recent = operations.start_for(operator, operations.parse_start({"job": "tests.noop"}))[0]
-    AuditRecord.objects.filter(object_id=str(recent.pk)).update(at=timezone.now())
-    LogEntry.objects.filter(object_id=str(recent.pk)).update(action_time=timezone.now())
+    AuditRecord.objects.filter(object_id=str(recent.pk)).update(at=clocks.now())
+    LogEntry.objects.filter(object_id=str(recent.pk)).update(action_time=clocks.now())
     out = StringIO()
     call_command("prunejobs", "--older-than", "30d", "--batch-size", "1", stdout=out)
     assert "deleted 1 audit record(s) of actions taken before then" in out.getvalue()
@@ -503,5 +502,5 @@ def test_audit_prune_of_the_workers_prunes_the_trail_too(operator: Any, run: Run
     """``prune()`` (``WEFT_PRUNE_AFTER``'s pruning) takes the old trail with the old runs."""
     operations.abort_for(operator, run)
     aged_records(40)
-    prune(before=timezone.now() - timedelta(days=30), size=10)
+    prune(before=clocks.now() - timedelta(days=30), size=10)
     assert_nothing_on_record()

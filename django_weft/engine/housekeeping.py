@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from django_weft.conf import weft_settings
-from django_weft.engine.pruning import prune_batch, prune_workers
+from django_weft.engine.pruning import prune_audit, prune_batch, prune_workers
 from django_weft.live.changes import Changes
 
 logger = logging.getLogger("django_weft.worker")
@@ -31,7 +31,11 @@ class Pruner:
         self._next_prune: datetime | None = None
 
     def step(self, now: datetime, changes: Changes) -> bool:
-        """Delete a batch of old finished runs if it is time; True if any went."""
+        """Delete a batch of old finished runs if it is time; True if any went.
+
+        Once the runs are down to less than a batch, the rows of stopped workers and the
+        audit trail from before the same moment go too, as ``prunejobs`` does.
+        """
         keep = weft_settings.PRUNE_AFTER
         if keep is None or (self._next_prune is not None and now < self._next_prune):
             return False
@@ -39,6 +43,7 @@ class Pruner:
         deleted = prune_batch(before=before, size=batch)
         if deleted < batch:
             prune_workers(before=before)
+            prune_audit(before=before, size=batch)
             self._next_prune = now + weft_settings.PRUNE_INTERVAL
         if deleted:
             logger.info("pruned %d run(s) that finished before %s", deleted, before.isoformat())

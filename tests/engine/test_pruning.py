@@ -15,7 +15,17 @@ from django.utils import timezone
 
 from django_weft.engine.pruning import prune, prune_batch
 from django_weft.jobs.registry import registry
-from django_weft.models import Attempt, Document, Run, RunStatus, Schedule, WorkerProcess
+from django_weft.models import (
+    Attempt,
+    AuditAction,
+    AuditRecord,
+    Document,
+    EntryPoint,
+    Run,
+    RunStatus,
+    Schedule,
+    WorkerProcess,
+)
 from django_weft.operations import start
 from django_weft.testing import DrivenClock, Rehearsal
 
@@ -107,3 +117,21 @@ def test_runjobs_prunes_when_the_setting_asks(clock: DrivenClock, rehearsal: Reh
     with override_settings(WEFT_PRUNE_AFTER=30 * DAY, WEFT_PRUNE_BATCH_SIZE=1):
         rehearsal.advance(timedelta(seconds=1))
         assert not Run.objects.filter(pk=old.pk).exists()
+
+
+def test_runjobs_prunes_the_audit_trail_with_the_runs(
+    clock: DrivenClock, rehearsal: Rehearsal
+) -> None:
+    """The worker's pruning takes the audit records from before the same moment too."""
+    fields = {
+        "action": AuditAction.ABORT,
+        "object_type": "run",
+        "object_repr": "a run",
+        "text": "aborted",
+        "via": EntryPoint.PYTHON,
+    }
+    AuditRecord.objects.create(at=clock.now() - 40 * DAY, object_id="old", **fields)
+    AuditRecord.objects.create(at=clock.now() - DAY, object_id="recent", **fields)
+    with override_settings(WEFT_PRUNE_AFTER=30 * DAY, WEFT_PRUNE_BATCH_SIZE=1):
+        rehearsal.advance(timedelta(seconds=1))
+    assert list(AuditRecord.objects.values_list("object_id", flat=True)) == ["recent"]
