@@ -10,7 +10,7 @@ request the present state refuses, with a ``code``), and writes nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -36,6 +37,7 @@ from rest_framework.settings import api_settings
 
 from django_weft import operations
 from django_weft.api import schema as _schema  # noqa: F401  (registers the schema extension)
+from django_weft.api.parsers import BoundedJSONParser
 from django_weft.api.serializers import (
     NoBodySerializer,
     RefusalSerializer,
@@ -127,11 +129,21 @@ class DatabaseUnavailable(APIException):
 
 
 class WeftViewSetMixin:
-    """What every API view shares: a database outage answers 503, not 500.
+    """What every API view shares: a database outage answers 503, not 500, and a JSON body
+    nested too deeply 400 (:mod:`django_weft.api.parsers`), not 500.
 
     Nothing was written (the transaction could not commit), so a client may resend; with
     an ``Idempotency-Key`` a resent start can never make a second run.
     """
+
+    parser_classes: Sequence[type[BaseParser]]
+
+    def get_parsers(self) -> list[BaseParser]:
+        """The project's parsers, DRF's JSON parser replaced by the bounded one."""
+        return [
+            BoundedJSONParser() if parser is JSONParser else parser()
+            for parser in self.parser_classes
+        ]
 
     def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, OperationalError | InterfaceError):
