@@ -30,7 +30,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import BaseParser, JSONParser
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -55,6 +55,10 @@ if TYPE_CHECKING:
 else:
     RunViewSetBase = viewsets.GenericViewSet
     ScheduleViewSetBase = viewsets.ModelViewSet
+
+#: Who may use the API at all: signed-in users (each write then checks its own
+#: permission). The schema and its pages follow it (:mod:`django_weft.api.discovery`).
+API_PERMISSIONS: list[type[BasePermission]] = [IsAuthenticated]
 
 #: The request header a client sets to make a start safe to resend.
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -180,7 +184,7 @@ class RunViewSet(
         "-created_at", "-pk"
     )
     serializer_class = RunViewSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = API_PERMISSIONS
     pagination_class = Pagination
 
     def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:
@@ -315,7 +319,7 @@ class ScheduleViewSet(WeftViewSetMixin, ScheduleViewSetBase):
     """
 
     queryset = Schedule.objects.select_related("owner").order_by("name", "pk")
-    permission_classes = [IsAuthenticated]
+    permission_classes = API_PERMISSIONS
     pagination_class = Pagination
 
     def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:
