@@ -343,3 +343,21 @@ MEMORY_FLOOR = 64 * 1024 * 1024
 
 def _whole(value: Any, least: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+# -- the API ----------------------------------------------------------------------------------
+
+
+@register()
+def check_api_settings(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    public = weft_settings.raw("WEFT_API_DOCS_PUBLIC")
+    if isinstance(public, bool):
+        return []
+    return [
+        Error(
+            f"WEFT_API_DOCS_PUBLIC must be True or False, not {public!r}.",
+            id="django_weft.E012",
+        )
+    ]

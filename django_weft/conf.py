@@ -161,6 +161,12 @@ class WeftSettings:
     SANDBOX_POOL_SIZE: Setting[int] = Setting(0, int)
     """How many sandbox children each process keeps set up and waiting."""
 
+    # -- the API (docs/api.md) ---------------------------------------------------------------
+
+    API_DOCS_PUBLIC: Setting[bool] = Setting(False, lambda value: value is True)
+    """Whether the API's schema, Swagger UI and Redoc answer signed-out visitors too (only
+    ``True`` opens them; anything else keeps them to the API's users, and is checked)."""
+
     @classmethod
     def declared(cls) -> dict[str, Setting[Any]]:
         """Every setting by its name in Django's settings (``WEFT_CLOCK``, ...)."""

@@ -1,5 +1,10 @@
 """Finding your way around the API: its root, its OpenAPI schema, Swagger UI and Redoc.
 
+The schema and both pages are for whoever may use the API (signed-in users, with the
+API's authentication), unless ``WEFT_API_DOCS_PUBLIC = True`` opens them to everyone:
+a signed-out visitor gets the API's 401 or 403. The root, which only names addresses,
+stays open to everyone.
+
 The schema carries django-weft's title and version unless the project names its own in
 ``SPECTACULAR_SETTINGS`` (the schema describes every DRF view of the project, so a project
 that adds its own may want its own name on it). Swagger UI and Redoc load their scripts
@@ -10,6 +15,7 @@ nothing from another site.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -23,12 +29,14 @@ from drf_spectacular.renderers import (
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
-from rest_framework.permissions import AllowAny
+from rest_framework.permissions import AllowAny, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.routers import APIRootView
 
 import django_weft
+from django_weft.api.views import API_PERMISSIONS
+from django_weft.conf import weft_settings
 
 TITLE = "django-weft"
 DESCRIPTION = (
@@ -64,7 +72,16 @@ class ApiRootView(APIRootView):
     permission_classes = [AllowAny]
 
 
-class SchemaView(SpectacularAPIView):
+class DocsAccess:
+    """Who may read the schema and its pages: the API's users, or anyone when public."""
+
+    def get_permissions(self) -> Sequence[BasePermission]:
+        if weft_settings.API_DOCS_PUBLIC:
+            return [AllowAny()]
+        return [permission() for permission in API_PERMISSIONS]
+
+
+class SchemaView(DocsAccess, SpectacularAPIView):
     """The OpenAPI 3 schema: JSON by default, YAML with ``?format=yaml``."""
 
     renderer_classes = [
@@ -82,7 +99,7 @@ class SchemaView(SpectacularAPIView):
         return response
 
 
-class SwaggerView(SpectacularSwaggerView):
+class SwaggerView(DocsAccess, SpectacularSwaggerView):
     """Swagger UI over the schema, from the sidecar's static files."""
 
     url_name = "weft-schema"
@@ -97,7 +114,7 @@ class SwaggerView(SpectacularSwaggerView):
         return static(f"{SIDECAR}/swagger-ui-dist/favicon-32x32.png")
 
 
-class RedocView(SpectacularRedocView):
+class RedocView(DocsAccess, SpectacularRedocView):
     """Redoc over the schema, from the sidecar's static files, in the browser's own fonts.
 
     The template is drf-spectacular's without its Google Fonts links, and the page's

@@ -10,7 +10,7 @@ request the present state refuses, with a ``code``), and writes nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -31,13 +31,15 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.pagination import LimitOffsetPagination
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from django_weft import operations
 from django_weft.api import schema as _schema  # noqa: F401  (registers the schema extension)
+from django_weft.api.parsers import BoundedJSONParser
 from django_weft.api.serializers import (
     NoBodySerializer,
     RefusalSerializer,
@@ -55,6 +57,10 @@ if TYPE_CHECKING:
 else:
     RunViewSetBase = viewsets.GenericViewSet
     ScheduleViewSetBase = viewsets.ModelViewSet
+
+#: Who may use the API at all: signed-in users (each write then checks its own
+#: permission). The schema and its pages follow it (:mod:`django_weft.api.discovery`).
+API_PERMISSIONS: list[type[BasePermission]] = [IsAuthenticated]
 
 #: The request header a client sets to make a start safe to resend.
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -130,16 +136,26 @@ class DatabaseUnavailable(APIException):
 
 class WeftViewSetMixin:
     """What every API view shares: what it asks of the service layer is on record as
-    coming through the API, and a database outage answers 503, not 500.
+    coming through the API, a database outage answers 503, not 500, and a JSON body
+    nested too deeply 400 (:mod:`django_weft.api.parsers`), not 500.
 
     Nothing was written (the transaction could not commit), so a client may resend; with
     an ``Idempotency-Key`` a resent start can never make a second run.
     """
 
+    parser_classes: Sequence[type[BaseParser]]
+
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         with operations.entry_point("api"):
             response: HttpResponseBase = super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
         return response
+
+    def get_parsers(self) -> list[BaseParser]:
+        """The project's parsers, DRF's JSON parser replaced by the bounded one."""
+        return [
+            BoundedJSONParser() if parser is JSONParser else parser()
+            for parser in self.parser_classes
+        ]
 
     def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, OperationalError | InterfaceError):
@@ -176,7 +192,7 @@ class RunViewSet(
         "-created_at", "-pk"
     )
     serializer_class = RunViewSerializer
-    permission_classes = [IsAuthenticated]
+    permission_classes = API_PERMISSIONS
     pagination_class = Pagination
 
     def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:
@@ -311,7 +327,7 @@ class ScheduleViewSet(WeftViewSetMixin, ScheduleViewSetBase):
     """
 
     queryset = Schedule.objects.select_related("owner").order_by("name", "pk")
-    permission_classes = [IsAuthenticated]
+    permission_classes = API_PERMISSIONS
     pagination_class = Pagination
 
     def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:

@@ -10,6 +10,12 @@ Content-Security-Policy need not allow them); 256-colour and true-colour values 
 of the 16 when they are one of them and are dropped otherwise. A carriage return starts
 its line again, as a progress bar expects. Every other escape sequence and control
 character is removed; text is HTML-escaped.
+
+Output is whatever a job printed, so every number is bounded before it is read: no SGR
+parameter means anything past 255, and one of more than :data:`LONGEST_PARAMETER` digits
+(leading zeros aside) is an unknown code, ignored as any unknown code is, and never
+converted (``ESC[``, 5,000 digits and ``m`` would otherwise pass Python's limit on the
+digits of an ``int`` and fail the page).
 """
 
 from __future__ import annotations
@@ -51,10 +57,21 @@ class Style:
 
 PLAIN = Style()
 
+#: The most digits of an SGR parameter that are read; nothing in SGR goes past 255.
+LONGEST_PARAMETER = 3
+#: What a longer parameter reads as: a code no rule knows.
+UNKNOWN_CODE = 10**LONGEST_PARAMETER
+
+
+def parameter(text: str) -> int:
+    """One SGR parameter's number: ``""`` is 0, a too-long one :data:`UNKNOWN_CODE`."""
+    digits = text.lstrip("0")
+    return int(digits or "0") if len(digits) <= LONGEST_PARAMETER else UNKNOWN_CODE
+
 
 def apply_sgr(style: Style, parameters: str) -> Style:
     """``style`` after the SGR sequence with ``parameters`` (``"1;31"``; ``""`` resets)."""
-    codes = [int(code) if code else 0 for code in parameters.split(";")]
+    codes = [parameter(code) for code in parameters.split(";")]
     index = 0
     while index < len(codes):
         code = codes[index]

@@ -1,7 +1,8 @@
 """The run pages: the list, live and sized for a laptop, with its abort action; a run's
 page, the console's own (its output as a terminal, its attempts, *abort* and *retry*).
 
-What a user sees of a run is :func:`django_weft.console.pages.run_context`'s, and every
+What a user sees of a run is :func:`django_weft.console.pages.run_context`'s, what the
+list searches and filters for them :mod:`django_weft.console.visibility`'s, and every
 action goes through :mod:`django_weft.operations`.
 """
 
@@ -22,7 +23,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from django_weft import operations
-from django_weft.console import formatting, pages
+from django_weft.console import formatting, pages, visibility
 from django_weft.console.refusals import act
 from django_weft.live import projections
 from django_weft.models import Run
@@ -44,7 +45,7 @@ class RunAdmin(RunAdminBase):
     list_display_links = ["short_id"]
     list_filter = ["status", "job", "queue", "owner"]
     list_select_related = ["owner", "schedule"]
-    search_fields = ["id", "job", "idempotency_key", "args"]
+    search_fields = [*visibility.PUBLIC_RUN_SEARCH, *visibility.PRIVATE_RUN_SEARCH]
     actions = ["abort_action"]
     date_hierarchy = "created_at"
 
@@ -68,6 +69,23 @@ class RunAdmin(RunAdminBase):
 
     def has_delete_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
         return False
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Run], search_term: str
+    ) -> tuple[QuerySet[Run], bool]:
+        """Args and keys are searched only among runs the viewer sees in full."""
+        if visibility.sees_every_run_in_full(request.user):
+            return super().get_search_results(request, queryset, search_term)
+        return visibility.search_runs(queryset, search_term, request.user), False
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        """Filters in the address read only what the viewer sees of every run (any other
+        is refused with a 400, as the admin refuses a lookup it does not allow)."""
+        if not visibility.sees_every_run_in_full(request.user) and not visibility.filters_only(
+            lookup, visibility.GUEST_RUN_FIELDS
+        ):
+            return False
+        return super().lookup_allowed(lookup, value, request)
 
     @admin.display(description="id", ordering="id")
     def short_id(self, run: Run) -> str:

@@ -194,9 +194,10 @@ def test_browser_api_docs_render_from_this_server_alone(
     fonts.
 
     Redoc's bundle asks for its logo on a CDN, which the page's policy refuses before any
-    network is touched; chromium reports that request on some runs and not on others.
+    network is touched; chromium reports that request on some runs and not on others. The
+    pages are for the API's users: the reader signs in first.
     """
-    page = browser.new_context().new_page()
+    page = signed_in(browser, server, "guest")
     requested: list[Request] = []
     page.on("request", lambda request: requested.append(request))
     page.goto(f"{server}{path}")

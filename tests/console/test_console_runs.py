@@ -284,6 +284,18 @@ def test_console_run_page_shows_output_as_a_terminal(root: Any) -> None:
     assert "Abort</button>" not in page
 
 
+def test_console_run_page_renders_hostile_output(root: Any) -> None:
+    """``ESC[``, 5,000 digits and ``m`` in a run's output is dropped: the page answers 200
+    with the text around it (it was a 500)."""
+    run = start(shell, {"command": "cat junk", "lines": 1})
+    assert run.state is not None
+    run.state.data = {"output": "before \x1b[" + "7" * 5000 + "mafter\n", "exit": None}
+    run.state.save()
+    response = run_page(client_of(root), run)
+    assert response.status_code == 200
+    assert "before after\n</pre>" in response.content.decode()
+
+
 def test_console_run_page_lists_every_attempt_with_its_traceback(root: Any) -> None:
     run = finished_run(
         broken,

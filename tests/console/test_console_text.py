@@ -25,6 +25,10 @@ SAMPLES = [
     "tab\there \x1b[",
     "\x1b[31mred\nstill red\x1b[0m\n",
     "",
+    # Hostile numbers: far past anything SGR means, or long only by their leading zeros.
+    "before \x1b[" + "9" * 5000 + "mafter",
+    "\x1b[1;" + "4" * 5000 + ";31mbold red\x1b[38;5;" + "0" * 5000 + "3m yellow",
+    "\x1b[38;" + "5" * 40 + ";2m \x1b[38;5;" + "1" * 20 + "m \x1b[256;016;0031mz",
 ]
 
 
@@ -52,6 +56,20 @@ SAMPLES = [
 def test_console_ansi_to_html(text: str, expected: str) -> None:
     """Colours become classes; carriage returns start the line again; controls go."""
     assert to_html(text) == expected
+
+
+def test_console_ansi_bounds_every_number_it_reads() -> None:
+    """``ESC[``, 5,000 digits and ``m`` is an unknown code: dropped, the text around it kept,
+    the style untouched; leading zeros do not make a number long (Python refuses to convert
+    an int of more than 4,300 digits, which would fail the run page)."""
+    digits = "9" * 5000
+    assert to_html(f"before \x1b[{digits}mafter") == "before after"
+    assert to_html(f"\x1b[31mred\x1b[{digits}m still") == '<span class="weft-fg-1">red still</span>'
+    assert to_html(f"\x1b[1;{digits};32mx") == '<span class="weft-fg-2 weft-bold">x</span>'
+    assert to_html("\x1b[38;5;" + "0" * 5000 + "3my") == '<span class="weft-fg-3">y</span>'
+    assert to_html(f"\x1b[38;5;{digits}mz") == "z"
+    assert to_html(f"\x1b[38;{digits};31mw") == '<span class="weft-fg-1">w</span>', "kind skipped"
+    assert to_html("\x1b[" + ";" * 5000 + "1mv") == '<span class="weft-bold">v</span>'
 
 
 def test_console_ansi_every_sample_is_escaped() -> None:

@@ -15,8 +15,17 @@
   const PLAIN = Object.freeze({ fg: null, bg: null, bold: false, dim: false, italic: false, underline: false });
   const ATTRIBUTES = ["bold", "dim", "italic", "underline"];
 
+  // A parameter of more digits than this (leading zeros aside) is an unknown code, unread.
+  const LONGEST_PARAMETER = 3;
+  const UNKNOWN_CODE = 10 ** LONGEST_PARAMETER;
+
+  function parameter(text) {
+    const digits = text.replace(/^0+/, "");
+    return digits.length <= LONGEST_PARAMETER ? parseInt(digits || "0", 10) : UNKNOWN_CODE;
+  }
+
   function applySgr(style, parameters) {
-    const codes = parameters.split(";").map((code) => (code === "" ? 0 : parseInt(code, 10)));
+    const codes = parameters.split(";").map(parameter);
     let next = Object.assign({}, style);
     let index = 0;
     while (index < codes.length) {
