@@ -25,7 +25,6 @@ from django_weft.access import sees_schedule_in_full
 from django_weft.exceptions import Forbidden
 from django_weft.live import projections
 from django_weft.models import Run, RunStatus, Schedule
-from django_weft.models.schedule import PLAN_FIELDS
 
 if TYPE_CHECKING:
     from django_weft.access import User
@@ -81,17 +80,7 @@ class ScheduleGuestSerializer(serializers.ModelSerializer[Schedule]):
 
     class Meta:
         model = Schedule
-        fields = [
-            "id",
-            "name",
-            "job",
-            *PLAN_FIELDS,
-            "enabled",
-            "next_due",
-            "last_status",
-            "last_started",
-            "last_ended",
-        ]
+        fields = list(projections.GUEST_SCHEDULE_FIELDS)
         read_only_fields = fields
 
 

@@ -29,7 +29,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from django_weft import access, operations
-from django_weft.console import refusals
+from django_weft.console import refusals, visibility
 from django_weft.console.audit import HistoryFromOperations
 from django_weft.console.plan_preview import fires_preview, invalid_preview
 from django_weft.console.refusals import act
@@ -318,6 +318,21 @@ class ScheduleAdmin(HistoryFromOperations, ScheduleColumns, ScheduleAdminBase):
             raise PermissionDenied(str(refused)) from refused
 
     # -- who may do what --------------------------------------------------------------------
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        """No last error for a viewer who sees other people's schedules as a guest."""
+        if visibility.sees_every_schedule_in_full(request.user):
+            return self.list_display
+        return [column for column in self.list_display if column != "last_error"]
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        """Filters in the address read only what the viewer sees of every schedule (a
+        match on its args would tell them a prefix at a time); another is a 400."""
+        if not visibility.sees_every_schedule_in_full(request.user) and not (
+            visibility.filters_only(lookup, visibility.GUEST_SCHEDULE_FIELDS)
+        ):
+            return False
+        return super().lookup_allowed(lookup, value, request)
 
     def has_change_permission(self, request: HttpRequest, obj: Schedule | None = None) -> bool:
         # A schedule's owner changes it without the model permission, as the API allows.

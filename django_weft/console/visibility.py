@@ -10,7 +10,9 @@ prefix at a time, so for a viewer who does not see every run in full (``view_run
   only among the viewer's own runs;
 - filters read only the fields of the guest view (and the queue, which the list shows);
 - columns of a run's state (a document's revision and last change) are not listed, so
-  not sorted by.
+  not sorted by;
+- the schedule list, for a viewer without ``view_schedule``, filters only by what the
+  guest view of a schedule shows, and lists no last error.
 """
 
 from __future__ import annotations
@@ -33,6 +35,16 @@ PRIVATE_RUN_SEARCH = ("idempotency_key", "args")
 
 #: The run fields a guest sees (the guest view's that are columns), and the queue.
 GUEST_RUN_FIELDS = frozenset({*projections.GUEST_RUN_KEYS, "queue"} - {"phase", "args"})
+
+
+#: The schedule fields a viewer without ``view_schedule`` may filter the list by.
+GUEST_SCHEDULE_FIELDS = frozenset(projections.GUEST_SCHEDULE_FIELDS)
+
+
+def sees_every_schedule_in_full(user: User) -> bool:
+    """An operator with ``view_schedule``: the schedule list reads every field for them
+    (staff with only ``change_schedule`` see other people's schedules as guests)."""
+    return user.has_perm(access.VIEW_SCHEDULE)
 
 
 def sees_every_run_in_full(user: User) -> bool:

@@ -17,8 +17,24 @@ from typing import Any
 from django_weft.access import User, sees_run_in_full
 from django_weft.jobs.registry import registry
 from django_weft.models import Document, Run, RunStatus
+from django_weft.models.schedule import PLAN_FIELDS
 
 #: The keys of each view, in order; the API's schema describes the same ones.
+#: What anyone who may list schedules sees of every schedule: when it fires and how the
+#: last fire went, never its args, policies or last error (the API's guest view, and what
+#: the console's schedule list lets such a viewer filter by).
+GUEST_SCHEDULE_FIELDS = (
+    "id",
+    "name",
+    "job",
+    *PLAN_FIELDS,
+    "enabled",
+    "next_due",
+    "last_status",
+    "last_started",
+    "last_ended",
+)
+
 GUEST_RUN_KEYS = (
     "id",
     "job",

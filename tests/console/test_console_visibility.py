@@ -10,6 +10,7 @@ them); ``auditor`` (view_run and view_document: every run in full); ``remover``
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from django_weft.models import Document, Run
+from django_weft.models import Document, Run, Schedule
 from django_weft.operations import start
 from tests.console.test_console_runs import client_of, staff
 from tests.jobs import private
@@ -209,3 +210,43 @@ def test_console_run_filters_read_only_what_a_guest_sees(users: dict[str, Any]) 
     assert str(theirs.pk) in listed(client, status__exact="queued")
     auditor = client_of(staff("full", "view_run"))
     assert str(theirs.pk) in listed(auditor, args__icontains="hunter2")
+
+
+# -- the schedule list ----------------------------------------------------------------------
+
+SCHEDULES = "/admin/django_weft/schedule/"
+
+
+def test_console_schedule_list_filters_and_columns_only_what_a_guest_sees(
+    users: dict[str, Any],
+) -> None:
+    """Staff who may change schedules but not view them in full (no view_schedule) cannot
+    filter the list by another owner's args or last error (a 400), and see no last-error
+    column; with view_schedule both work."""
+    Schedule.objects.create(
+        name="payroll",
+        job="tests.private",
+        args={"label": "nightly", "secret": "hunter2"},
+        every=timedelta(hours=1),
+        owner=users["root"],
+        last_error_message="the secret hunter2 was refused",
+    )
+    changer = client_of(staff("changer", "change_schedule"))
+    for lookup, value in (
+        ("args__icontains", "hunter2"),
+        ("args__secret__startswith", "h"),
+        ("last_error_message__icontains", "hunter2"),
+        ("catch_up__exact", "skip"),
+    ):
+        assert changer.get(SCHEDULES, {lookup: value}).status_code == 400, lookup
+    page = changer.get(SCHEDULES, {"enabled__exact": "1"}).content.decode()
+    assert "payroll" in page
+    assert "column-last_error" not in page
+    assert "hunter2" not in page
+
+    viewer = client_of(staff("viewer", "view_schedule", "change_schedule"))
+    response = viewer.get(SCHEDULES, {"args__icontains": "hunter2"})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "payroll" in page
+    assert "column-last_error" in page
