@@ -15,7 +15,10 @@ Rules beyond the model permissions (see docs/security.md):
   else;
 - *run now* and *retry* start runs, so they need ``add_run`` besides the right to act on
   the schedule or see the run in full;
-- pausing a queue stops everyone's runs: it needs ``pause_queue``.
+- pausing a queue stops everyone's runs: it needs ``pause_queue``;
+- a stored module runs as whoever calls it: only its owner or ``manage_module`` changes
+  it, only ``grant_host_function`` widens its grants, and runs execute the revision its
+  owner (or a module manager) approved.
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ from django_weft.jobs.registry import Job, registry
 from django_weft.jobs.revisions import Change
 from django_weft.live import publisher
 from django_weft.live.changes import Changes
-from django_weft.models import Document, PausedQueue, Run, Schedule
+from django_weft.models import Document, Module, ModuleRevision, PausedQueue, Run, Schedule
+from django_weft.sandbox import modules
 from django_weft.timing import clocks
 
 if TYPE_CHECKING:
@@ -343,6 +347,75 @@ def resume_queue_for(user: User, queue: str) -> bool:
     _require(user.has_perm(access.PAUSE_QUEUE), f"resume queue {queue}", access.PAUSE_QUEUE)
     deleted, _ = PausedQueue.objects.filter(queue=queue).delete()
     return bool(deleted)
+
+
+# -- modules ---------------------------------------------------------------------------------
+
+
+def save_module_for(user: User, module: Module) -> Module:
+    """Save ``module`` (new, or a stored one with its fields changed) as its next revision.
+
+    A new module needs ``add_module`` and is ``user``'s; someone else's needs
+    ``manage_module``. A grant the approved revision does not have needs
+    ``grant_host_function``. The owner's save is approved at once; anyone else's waits
+    for :func:`approve_module_for`, and runs go on executing the approved revision.
+    """
+    _signed_in(user)
+    if module.pk is None:
+        _require(user.has_perm(access.ADD_MODULE), "add stored modules", access.ADD_MODULE)
+        module.owner, approved = _as_owner(user), None
+    else:
+        stored = Module.objects.select_related("approved").get(pk=module.pk)
+        _require_module_manager(user, stored, "change")
+        module.owner_id, approved = stored.owner_id, stored.approved  # the owner is not edited
+    modules.validate_module(module)
+    _require_grants(user, module.grants, approved)
+    return modules.save_revision(module, author=_as_owner(user), approve=access.owns(user, module))
+
+
+def approve_module_for(user: User, module: Module, revision: int) -> bool:
+    """Make ``revision`` (a number in ``module``'s history) the one its runs execute.
+
+    Needs to own the module or ``manage_module``, and ``grant_host_function`` for a grant
+    the approved revision does not have. False when it was approved already.
+    """
+    stored = Module.objects.select_related("approved").get(pk=module.pk)
+    _require_module_manager(user, stored, "approve")
+    chosen = stored.revisions.filter(revision=revision).first()
+    if chosen is None:
+        raise ValidationError({"revision": [f"{stored} has no revision {revision}."]})
+    if errors := modules.grant_errors(chosen.grants):
+        raise ValidationError({"grants": errors})
+    _require_grants(user, chosen.grants, stored.approved)
+    approved = modules.approve_revision(stored, chosen, by=_as_owner(user), at=clocks.now())
+    module.approved = stored.approved
+    return approved
+
+
+def delete_module_for(user: User, module: Module) -> None:
+    """Delete ``module``: its owner or ``manage_module``, since a module created again
+    under its name would run for everyone who calls it."""
+    _require_module_manager(user, module, "delete")
+    module.delete()
+
+
+def _require_module_manager(user: User, module: Module, verb: str) -> None:
+    _require(
+        access.may_manage_module(user, module),
+        f'{verb} stored module "{module}"',
+        access.MANAGE_MODULE,
+        or_owner=True,
+    )
+
+
+def _require_grants(user: User, grants: list[str], approved: ModuleRevision | None) -> None:
+    """Refuse grants beyond ``approved``'s unless ``user`` may grant, naming each one."""
+    added = [name for name in grants if approved is None or name not in approved.grants]
+    if added:
+        names = ", ".join(f'"{name}"' for name in added)
+        _require(
+            access.may_grant_host_functions(user), f"grant {names}", access.GRANT_HOST_FUNCTION
+        )
 
 
 # -- documents -------------------------------------------------------------------------------
