@@ -26,6 +26,10 @@ def approve_latest_revisions(apps, schema_editor):
         )
         ModuleRevision.objects.filter(pk=latest.pk).update(approved_at=latest.created_at)
         Module.objects.filter(pk=module.pk).update(approved=latest)
+    if schema_editor.connection.vendor == "postgresql":
+        # Check the new foreign keys now: PostgreSQL refuses the indexes this migration
+        # creates last while their deferred checks are pending.
+        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
 class Migration(migrations.Migration):
