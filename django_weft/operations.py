@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db import transaction
 
 from django_weft import access
 from django_weft.access import User
@@ -361,16 +362,17 @@ def save_module_for(user: User, module: Module) -> Module:
     for :func:`approve_module_for`, and runs go on executing the approved revision.
     """
     _signed_in(user)
-    if module.pk is None:
-        _require(user.has_perm(access.ADD_MODULE), "add stored modules", access.ADD_MODULE)
-        module.owner, approved = _as_owner(user), None
-    else:
-        stored = Module.objects.select_related("approved").get(pk=module.pk)
-        _require_module_manager(user, stored, "change")
-        module.owner_id, approved = stored.owner_id, stored.approved  # the owner is not edited
-    modules.validate_module(module)
-    _require_grants(user, module.grants, approved)
-    return modules.save_revision(module, author=_as_owner(user), approve=access.owns(user, module))
+    with transaction.atomic():
+        if module.pk is None:
+            _require(user.has_perm(access.ADD_MODULE), "add stored modules", access.ADD_MODULE)
+            module.owner, approved = _as_owner(user), None
+        else:
+            stored = _locked_module(module, user, "change")
+            module.owner_id, approved = stored.owner_id, stored.approved  # not edited
+        modules.validate_module(module)
+        _require_grants(user, module.grants, approved)
+        approve = access.owns(user, module)
+        return modules.save_revision(module, author=_as_owner(user), approve=approve)
 
 
 def approve_module_for(user: User, module: Module, revision: int) -> bool:
@@ -379,15 +381,15 @@ def approve_module_for(user: User, module: Module, revision: int) -> bool:
     Needs to own the module or ``manage_module``, and ``grant_host_function`` for a grant
     the approved revision does not have. False when it was approved already.
     """
-    stored = Module.objects.select_related("approved").get(pk=module.pk)
-    _require_module_manager(user, stored, "approve")
-    chosen = stored.revisions.filter(revision=revision).first()
-    if chosen is None:
-        raise ValidationError({"revision": [f"{stored} has no revision {revision}."]})
-    if errors := modules.grant_errors(chosen.grants):
-        raise ValidationError({"grants": errors})
-    _require_grants(user, chosen.grants, stored.approved)
-    approved = modules.approve_revision(stored, chosen, by=_as_owner(user), at=clocks.now())
+    with transaction.atomic():
+        stored = _locked_module(module, user, "approve")
+        chosen = stored.revisions.filter(revision=revision).first()
+        if chosen is None:
+            raise ValidationError({"revision": [f"{stored} has no revision {revision}."]})
+        if errors := modules.grant_errors(chosen.grants):
+            raise ValidationError({"grants": errors})
+        _require_grants(user, chosen.grants, stored.approved)
+        approved = modules.approve_revision(stored, chosen, by=_as_owner(user), at=clocks.now())
     module.approved = stored.approved
     return approved
 
@@ -395,17 +397,22 @@ def approve_module_for(user: User, module: Module, revision: int) -> bool:
 def delete_module_for(user: User, module: Module) -> None:
     """Delete ``module``: its owner or ``manage_module``, since a module created again
     under its name would run for everyone who calls it."""
-    _require_module_manager(user, module, "delete")
-    module.delete()
+    with transaction.atomic():
+        _locked_module(module, user, "delete").delete()
 
 
-def _require_module_manager(user: User, module: Module, verb: str) -> None:
+def _locked_module(module: Module, user: User, verb: str) -> Module:
+    """``module`` as stored, locked until the caller's transaction ends, once ``user``
+    may ``verb`` it (its owner, or ``manage_module``): judged by the row, not by what the
+    caller's copy says."""
+    stored = Module.objects.select_for_update().get(pk=module.pk)
     _require(
-        access.may_manage_module(user, module),
-        f'{verb} stored module "{module}"',
+        access.may_manage_module(user, stored),
+        f'{verb} stored module "{stored}"',
         access.MANAGE_MODULE,
         or_owner=True,
     )
+    return stored
 
 
 def _require_grants(user: User, grants: list[str], approved: ModuleRevision | None) -> None:

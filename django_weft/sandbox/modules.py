@@ -1,12 +1,13 @@
 """The save path of stored modules: check the source and grants, keep the revision, and
 approve the revision runs execute.
 
-The admin's form and :func:`save_module` check a module the same way, naming the
-field and, for the source, the line: its source must compile under RestrictedPython
-and each grant must name a registered host function. A refused module writes nothing.
+Every save checks a module the same way (:func:`validate_module`), naming the field
+and, for the source, the line: its source must compile under RestrictedPython and each
+grant must name a registered host function. A refused module writes nothing.
 
-These are the trusted steps; who may take them is decided above, in
-:mod:`django_weft.operations` (``save_module_for``, ``approve_module_for``).
+These are the trusted steps; who may take them (and whether a save is approved at once)
+is decided above, in :mod:`django_weft.operations` (``save_module_for``,
+``approve_module_for``), which the admin calls.
 """
 
 from __future__ import annotations

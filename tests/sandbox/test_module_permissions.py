@@ -145,11 +145,13 @@ def test_module_managers_edit_waits_for_approval() -> None:
 
 @pytest.mark.django_db
 def test_module_delete_needs_owner_or_manager() -> None:
-    """Deleting frees the name for another module, so it is the owner's or a manager's."""
+    """Deleting frees the name for another module, so it is the owner's or a manager's,
+    as the stored row says, whatever the caller's copy says."""
     alice = user("alice")
     module = stored(alice)
+    bob = user("bob", "delete_module")
     with pytest.raises(Forbidden, match="delete stored module"):
-        operations.delete_module_for(user("bob", "delete_module"), module)
+        operations.delete_module_for(bob, edited(module, owner=bob))  # the row decides
     assert Module.objects.exists()
     operations.delete_module_for(alice, module)
     assert not Module.objects.exists()
