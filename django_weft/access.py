@@ -7,7 +7,11 @@ the live sockets and the admin's views, in Django's model permissions.
   operator); everyone else signed in sees other people's rows as a guest;
 - ``add_run`` may start runs, ``change_run`` may abort anyone's run;
 - ``add_schedule`` may create schedules, ``change_schedule`` may change and run anyone's
-  schedule now, ``delete_schedule`` may delete anyone's schedule.
+  schedule now, ``delete_schedule`` may delete anyone's schedule;
+- ``add_module`` may store modules (the creator owns them); a module's owner or
+  ``manage_module`` (never ``change_module`` alone) may change, approve and delete it;
+  ``grant_host_function`` may grant host functions; a run or schedule may call a module
+  if its owner owns the module or holds ``use_module``.
 
 A refusal names the permission that is missing, so a client can tell an operator what
 to grant instead of guessing.
@@ -28,6 +32,10 @@ ADD_SCHEDULE = "django_weft.add_schedule"
 CHANGE_SCHEDULE = "django_weft.change_schedule"
 DELETE_SCHEDULE = "django_weft.delete_schedule"
 PAUSE_QUEUE = "django_weft.pause_queue"
+ADD_MODULE = "django_weft.add_module"
+MANAGE_MODULE = "django_weft.manage_module"
+GRANT_HOST_FUNCTION = "django_weft.grant_host_function"
+USE_MODULE = "django_weft.use_module"
 
 
 class User(Protocol):
@@ -47,7 +55,7 @@ class User(Protocol):
 
 
 class Owned(Protocol):
-    """A row with an owner: a run or a schedule."""
+    """A row with an owner: a run, a schedule or a stored module."""
 
     @property
     def owner_id(self) -> Any: ...
@@ -83,6 +91,33 @@ def may_start_runs(user: User) -> bool:
 
 def may_abort_run(user: User, run: Owned) -> bool:
     return may(user, CHANGE_RUN, run)
+
+
+def may_manage_module(user: User, module: Owned) -> bool:
+    """Whether ``user`` may change, approve or delete ``module``: ``change_module`` alone
+    is not enough for someone else's, since what a module runs runs as everyone who
+    calls it."""
+    return may(user, MANAGE_MODULE, module)
+
+
+def may_grant_host_functions(user: User) -> bool:
+    return bool(user.is_authenticated and user.has_perm(GRANT_HOST_FUNCTION))
+
+
+def may_use_module(owner: User | None, module: Owned) -> bool:
+    """Whether a run or schedule of ``owner`` may call ``module``.
+
+    A start without an owner is the project's own code (a trusted call), which may call
+    any module. An inactive owner may call none.
+    """
+    if owner is None:
+        return True
+    return bool(getattr(owner, "is_active", True)) and may(owner, USE_MODULE, module)
+
+
+def module_use_refusal(name: str) -> str:
+    """Why a start of ``name`` is refused, in the words the start and the run both use."""
+    return f'only its owner and users with {USE_MODULE} may call the stored module "{name}"'
 
 
 def document_access(user: Any, key: str) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from django_weft.jobs.registry import registry
-from django_weft.models import Module, Run, RunStatus
+from django_weft.models import Module, ModuleRevision, Run, RunStatus
 from django_weft.operations import start
 from django_weft.sandbox.config import RoomConfig
 from django_weft.sandbox.host import host_function
@@ -59,7 +59,8 @@ def limits(settings: Any) -> None:
 
 
 def store(source: str, name: str = "tests/escape", grants: list[str] | None = None) -> Module:
-    """Write ``source`` as the module ``name`` straight through the ORM.
+    """Write ``source`` as the module ``name`` straight through the ORM, as its next
+    revision, approved.
 
     The save path (:func:`~django_weft.sandbox.modules.save_module`) would refuse a
     source that does not compile; an escape stored past it must be refused again by
@@ -68,6 +69,11 @@ def store(source: str, name: str = "tests/escape", grants: list[str] | None = No
     module, _ = Module.objects.update_or_create(
         name=name, defaults={"source": source, "grants": grants or []}
     )
+    module.revision += 1
+    module.approved = ModuleRevision.objects.create(
+        module=module, revision=module.revision, source=source, grants=grants or []
+    )
+    module.save(update_fields=["revision", "approved"])
     return module
 
 

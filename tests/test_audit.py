@@ -29,10 +29,11 @@ from rest_framework.test import APIClient
 from django_weft import operations
 from django_weft.engine.pruning import prune
 from django_weft.exceptions import Forbidden
-from django_weft.models import AuditRecord, PausedQueue, Run, RunStatus, Schedule
+from django_weft.models import AuditRecord, Module, PausedQueue, Run, RunStatus, Schedule
 from django_weft.sockets.consumers import RunsConsumer
 from django_weft.testing import DrivenClock
 from django_weft.timing import clocks
+from tests import sandbox_helpers  # noqa: F401  (registers the host function tests.add)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -504,3 +505,34 @@ def test_audit_prune_of_the_workers_prunes_the_trail_too(operator: Any, run: Run
     aged_records(40)
     prune(before=clocks.now() - timedelta(days=30), size=10)
     assert_nothing_on_record()
+
+
+WAITING = "waiting for its owner's approval"
+
+
+def test_audit_module_save_grant_and_approve_are_on_record() -> None:
+    """A module's save, the host functions it is granted, and an approval of someone
+    else's edit are each on record, on the module, with who did it."""
+    owner = make_user("olga", "add_module", "grant_host_function")
+    module = operations.save_module_for(
+        owner, Module(name="m", source="def default():\n    return 1\n", grants=["tests.add"])
+    )
+    manager = make_user("mona", "manage_module")
+    module.source = "def default():\n    return 2\n"
+    operations.save_module_for(manager, module)
+    assert operations.approve_module_for(owner, module, 2)
+    on_record = [
+        (entry.actor_name, entry.action, entry.object_id, entry.text)
+        for entry in AuditRecord.objects.order_by("pk")
+    ]
+    assert on_record == [
+        ("olga", "module_edit", str(module.pk), "Saved revision 1"),
+        ("olga", "module_grant", str(module.pk), "Granted tests.add"),
+        (
+            "mona",
+            "module_edit",
+            str(module.pk),
+            "Saved revision 2, waiting for its owner's approval",
+        ),
+        ("olga", "module_approve", str(module.pk), "Approved revision 2"),
+    ]

@@ -1,6 +1,10 @@
-"""The stored modules' pages: edit a module's source and grants, read its history.
+"""The stored modules' pages: edit a module's source and grants, approve a revision, read
+its history.
 
-A save goes through the sandbox's save path, so that every revision is kept.
+Every write goes through :mod:`django_weft.operations` (``save_module_for``,
+``approve_module_for``, ``delete_module_for``), which decides who may: a refused save
+shows its form again with the refusal on it, a refused approval or delete an error
+message (see :mod:`django_weft.console.refusals`); nothing is logged as changed.
 """
 
 from __future__ import annotations
@@ -8,12 +12,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django import forms
-from django.contrib import admin
-from django.http import HttpRequest
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.db.models import QuerySet
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
+from django_weft import access, operations
+from django_weft.console import refusals
+from django_weft.console.refusals import act
 from django_weft.models import Module, ModuleRevision
-from django_weft.sandbox.modules import grant_errors, save_module, source_errors
 
 if TYPE_CHECKING:
     ModuleAdminBase = admin.ModelAdmin[Module]
@@ -27,35 +42,34 @@ else:
 
 
 class ModuleForm(ModuleFormBase):
-    """Refuses a source RestrictedPython does not compile (naming the line) and unknown grants."""
+    """The fields an edit writes. The service layer checks the source (naming the line),
+    the grants and who may save; its refusal comes back onto this form."""
 
     class Meta:
         model = Module
         fields = ["name", "source", "grants"]
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        if "source" in cleaned:
-            for message in source_errors(cleaned["source"], cleaned.get("name", "")):
-                self.add_error("source", message)
-        if "grants" in cleaned:
-            for message in grant_errors(cleaned["grants"]):
-                self.add_error("grants", message)
-        return cleaned
 
 
 class ModuleRevisionInline(ModuleRevisionInlineBase):
     """The module's history, newest first; revisions are never edited or deleted."""
 
     model = ModuleRevision
-    fields = ["revision", "created_at", "author", "grants", "source_text"]
-    readonly_fields = ["revision", "created_at", "author", "grants", "source_text"]
+    fk_name = "module"
+    fields = ["revision", "created_at", "author", "approval", "grants", "source_text"]
+    readonly_fields = ["revision", "created_at", "author", "approval", "grants", "source_text"]
     extra = 0
     can_delete = False
     ordering = ["-revision"]
 
     def has_add_permission(self, request: HttpRequest, obj: Module | None = None) -> bool:
         return False
+
+    @admin.display(description="approved")
+    def approval(self, revision: ModuleRevision) -> str:
+        if revision.approved_at is None:
+            return "no"
+        by = revision.approved_by or "the project's code"
+        return f"by {by}, {revision.approved_at:%Y-%m-%d %H:%M}"
 
     @admin.display(description="source")
     def source_text(self, revision: ModuleRevision) -> str:
@@ -64,15 +78,150 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
 
 class ModuleAdmin(ModuleAdminBase):
     form = ModuleForm
-    list_display = ["name", "revision", "grants", "updated_at"]
+    list_display = ["name", "owner", "revision", "runs", "grants", "updated_at"]
     search_fields = ["name"]
-    readonly_fields = ["revision", "updated_at"]
+    readonly_fields = ["owner", "revision", "runs", "updated_at"]
     inlines = [ModuleRevisionInline]
+    actions = ["approve_action"]
+    change_form_template = "admin/django_weft/module/change_form.html"
+
+    @admin.display(description="runs")
+    def runs(self, module: Module) -> str:
+        """Which revision runs execute, and whether a later one waits for approval."""
+        approved = module.approved
+        if approved is None:
+            return f"nothing: revision {module.revision} waits for approval"
+        if _waits(module):
+            return f"revision {approved.revision}; revision {module.revision} waits for approval"
+        return f"revision {approved.revision}"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Module]:
+        return super().get_queryset(request).select_related("owner", "approved")
 
     def get_inlines(self, request: HttpRequest, obj: Module | None) -> list[type[Any]]:
         """The history, once there is one: a module being added has none."""
         return [] if obj is None else [ModuleRevisionInline]
 
+    # -- saves and deletes ------------------------------------------------------------------
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """The add and change pages; a save the service layer refuses shows its form again,
+        as typed, with the refusal on it."""
+        return refusals.show_refusals(
+            request,
+            lambda: super(ModuleAdmin, self).changeform_view(
+                request, object_id, form_url, extra_context
+            ),
+        )
+
+    def get_form(
+        self, request: HttpRequest, obj: Module | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[Module]]:
+        return refusals.refusing_form(request, super().get_form(request, obj, change, **kwargs))
+
     def save_model(self, request: HttpRequest, obj: Module, form: Any, change: bool) -> None:
-        """Save through the sandbox's save path: the next revision, kept in the history."""
-        save_module(obj, author=request.user if request.user.is_authenticated else None)
+        """Through the service layer: who may save, what may be granted, what is approved."""
+        refusals.refused(lambda: operations.save_module_for(request.user, obj))
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """The delete page; a delete the service layer refuses is undone (its log entry
+        with it) and said on the module's page."""
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except refusals.Refused as refused:
+            refusals.tell(self, request, "Not deleted", refused.refusal)
+            return HttpResponseRedirect(self._change_url(unquote(object_id)))
+
+    def delete_model(self, request: HttpRequest, obj: Module) -> None:
+        refusals.refused(lambda: operations.delete_module_for(request.user, obj))
+
+    # -- approvals --------------------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path(
+                "<path:object_id>/approve/<int:revision>/",
+                self.admin_site.admin_view(self.approve_view),
+                name="django_weft_module_approve",
+            ),
+            *super().get_urls(),
+        ]
+
+    def approve_view(self, request: HttpRequest, object_id: str, revision: int) -> HttpResponse:
+        """The page's *approve* button: the service layer decides, a refusal is a message."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        module = self.get_object(request, unquote(object_id))
+        if module is None:
+            raise Http404(f"no module {object_id}")
+        self._approve(request, module, revision)
+        return HttpResponseRedirect(self._change_url(module.pk))
+
+    @admin.action(description="Approve the latest revision of selected modules")
+    def approve_action(self, request: HttpRequest, queryset: QuerySet[Module]) -> None:
+        for module in queryset:
+            self._approve(request, module, module.revision)
+
+    def _approve(self, request: HttpRequest, module: Module, revision: int) -> None:
+        user = request.user
+        approved = act(
+            self,
+            request,
+            str(module),
+            lambda: operations.approve_module_for(user, module, revision),
+        )
+        if approved is not None:
+            said = "runs execute it from now on" if approved else "it was approved already"
+            self.message_user(request, f"{module}: revision {revision}: {said}.", messages.SUCCESS)
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Module | None = None,
+    ) -> HttpResponse:
+        """The page, with an *approve* button while its latest revision waits for one."""
+        waiting = obj is not None and (
+            obj.approved is None or obj.approved.revision != obj.revision
+        )
+        if obj is not None and waiting and access.may_manage_module(request.user, obj):
+            context["weft_approve_url"] = reverse(
+                f"{self.admin_site.name}:django_weft_module_approve",
+                args=[quote(obj.pk), obj.revision],
+            )
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    # -- who may do what --------------------------------------------------------------------
+
+    def has_change_permission(self, request: HttpRequest, obj: Module | None = None) -> bool:
+        # A module's owner and a module manager change it without the model permission.
+        return (
+            obj is not None and access.may_manage_module(request.user, obj)
+        ) or super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Module | None = None) -> bool:
+        """One module at a time, from its page: Django's bulk delete (offered when this
+        says yes without a module) would skip the service layer, which decides."""
+        return obj is not None and (
+            access.may_manage_module(request.user, obj)
+            or super().has_delete_permission(request, obj)
+        )
+
+    def _change_url(self, pk: int | str) -> str:
+        return reverse(f"{self.admin_site.name}:django_weft_module_change", args=[quote(pk)])
+
+
+def _waits(module: Module) -> bool:
+    """Whether the module's latest revision waits for approval."""
+    return module.approved is None or module.approved.revision != module.revision

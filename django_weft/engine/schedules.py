@@ -12,7 +12,7 @@ changes whether the row re-arms, so the schedule it returns is the row as stored
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -21,6 +21,9 @@ from django_weft.exceptions import InvalidArgs, UnknownJob
 from django_weft.jobs.registry import Job, registry
 from django_weft.models import Schedule
 from django_weft.models.schedule import PLAN_FIELDS
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
 
 #: What an edit compares to tell whether the row re-arms: its plan, and whether it is on
 #: (a row switched back on is armed from now, so it does not fire what it missed).
@@ -34,14 +37,16 @@ def job_and_args(schedule: Schedule) -> tuple[Job, dict[str, Any]]:
     :class:`~django_weft.exceptions.InvalidArgs`.
     """
     job = registry.get(schedule.job)
-    return job, job.validate_args(schedule.args)
+    return job, job.validate_args(schedule.args, owner=schedule.owner)
 
 
-def validate_job_args(job_name: str, args: Any) -> dict[str, Any]:
-    """``args`` as stored for the job named ``job_name``; ``ValidationError`` naming
-    ``job`` (not deployed) or ``args`` (each bad arg) otherwise."""
+def validate_job_args(
+    job_name: str, args: Any, *, owner: AbstractBaseUser | None = None
+) -> dict[str, Any]:
+    """``args`` as stored for the job named ``job_name``, run as ``owner``;
+    ``ValidationError`` naming ``job`` (not deployed) or ``args`` (each bad arg) otherwise."""
     try:
-        return registry.get(job_name).validate_args(args)
+        return registry.get(job_name).validate_args(args, owner=owner)
     except UnknownJob as error:
         message = str(error)
         raise ValidationError({"job": [f"{message[:1].upper()}{message[1:]}."]}) from None
@@ -63,7 +68,7 @@ def validate_schedule(schedule: Schedule) -> None:
     except ValidationError as error:
         errors.update(error.message_dict)
     try:
-        schedule.args = validate_job_args(schedule.job, schedule.args)
+        schedule.args = validate_job_args(schedule.job, schedule.args, owner=schedule.owner)
     except ValidationError as error:
         errors.update(error.message_dict)
     if errors:

@@ -101,7 +101,11 @@ def insert_run(request: StartRequest, *, now: datetime, slot: Slot | None = None
 def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Run, bool]:
     job, owner, given = request.job, request.owner, request.key
     priority = job.priority if request.priority is None else request.priority
-    stored = dict(request.args or {}) if slot is not None else job.validate_args(request.args)
+    stored = (
+        dict(request.args or {})
+        if slot is not None
+        else job.validate_args(request.args, owner=owner)
+    )
     key = None if given is None else scoped_key(given, owner)
     concurrency_key = ""
     if job.concurrency is not None:

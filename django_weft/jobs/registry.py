@@ -79,19 +79,23 @@ class Job:
         """Calling the job calls its function, so jobs stay plain functions in tests."""
         return self.func(*args, **kwargs)
 
-    def validate_args(self, args: Mapping[str, Any] | None) -> dict[str, Any]:
+    def validate_args(
+        self, args: Mapping[str, Any] | None, *, owner: AbstractBaseUser | None = None
+    ) -> dict[str, Any]:
         """Validate ``args`` and return them in their stored (JSON) form.
 
         Unknown keys are refused too: a typo in a schedule's args should fail on save,
         not be dropped silently. A job without an args serializer takes the keyword args
-        its function declares, as JSON values.
+        its function declares, as JSON values. The serializer finds who the run will
+        run as in ``context["owner"]`` (None: the project's own code), for args only
+        some owners may give (a stored module only its users may call).
         """
         data = {} if args is None else args
         if not isinstance(data, Mapping):
             raise InvalidArgs(self.name, {"args": ["Expected an object of named args."]})
         if self.args is NoArgs:
             return self._validate_by_signature(dict(data))
-        serializer = self.args(data=dict(data))
+        serializer = self.args(data=dict(data), context={"owner": owner})
         unknown = sorted(set(data) - set(serializer.fields))
         errors: dict[str, list[str]] = {}
         if not serializer.is_valid():

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_weft", "0007_overview"),
+        ("django_weft", "0008_module_owners"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

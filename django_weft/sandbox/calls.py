@@ -1,12 +1,18 @@
-"""Calling a stored module from Python: look it up by name, run it in the sandbox."""
+"""Calling a stored module: look it up by name, run its approved revision in the sandbox.
+
+Whatever calls a module (a ``weft.module`` run, :func:`call_module`) runs the revision
+its owner or a module manager approved, with that revision's grants, never the latest
+edit as such (see :mod:`django_weft.sandbox.modules`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from django_weft.models import Module
-from django_weft.sandbox.errors import UnknownModule
+from django_weft import access
+from django_weft.models import Module, ModuleRevision
+from django_weft.sandbox.errors import ModuleNotAllowed, ModuleNotApproved, UnknownModule
 from django_weft.sandbox.process import Answer, Check, ModuleCall
 from django_weft.sandbox.runner import OnReady, load_runner
 
@@ -16,9 +22,19 @@ DEFAULT_METHOD = "default"
 
 def find_module(name: str) -> Module:
     try:
-        return Module.objects.get(name=name)
+        return Module.objects.select_related("approved").get(name=name)
     except Module.DoesNotExist:
         raise UnknownModule(f'no stored module is named "{name}"') from None
+
+
+def approved_revision(module: Module) -> ModuleRevision:
+    """The revision of ``module`` that runs; ``ModuleNotApproved`` when there is none."""
+    if module.approved is None:
+        raise ModuleNotApproved(
+            f'the stored module "{module.name}" has no approved revision: revision '
+            f"{module.revision} waits for its owner's or a module manager's approval"
+        )
+    return module.approved
 
 
 def module_call(
@@ -28,15 +44,28 @@ def module_call(
     *,
     context: Mapping[str, Any] | None = None,
 ) -> ModuleCall:
-    """The call of ``method`` of the module as it is stored now, with its grants."""
+    """The call of ``method`` of the module's approved revision, with that revision's grants."""
+    approved = approved_revision(module)
     return ModuleCall(
         module=module.name,
-        source=module.source,
+        source=approved.source,
         method=method,
         args=[] if args is None else args,
-        grants=tuple(module.grants),
-        context={"module": module.name, "revision": module.revision, **(context or {})},
+        grants=tuple(approved.grants),
+        context={"module": module.name, "revision": approved.revision, **(context or {})},
     )
+
+
+def require_use(owner: access.User | None, module: Module) -> None:
+    """Refuse (``ModuleNotAllowed``) a call of ``module`` by a run of ``owner``.
+
+    Asked again when a run calls the module, not only when it was started: the owner
+    may have lost the permission, or the name may hold another module by now.
+    """
+    if not access.may_use_module(owner, module):
+        raise ModuleNotAllowed(
+            f"{access.module_use_refusal(module.name)}; the run's owner is neither"
+        )
 
 
 def call_module(
@@ -50,6 +79,8 @@ def call_module(
 ) -> Answer:
     """Run ``method`` of the stored module ``name`` with ``args`` (a list: positional,
     an object: keywords) in the sandbox; raise a :class:`~.errors.SandboxError` if it fails.
+
+    A trusted call: the caller has decided who may run the module.
     """
     call = module_call(find_module(name), method, args, context=context)
     return load_runner().run(call, check=check, on_ready=on_ready)

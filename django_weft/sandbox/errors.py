@@ -22,6 +22,14 @@ class UnknownModule(SandboxError, LookupError):
     """No stored module has that name."""
 
 
+class ModuleNotApproved(SandboxError):
+    """The module has no approved revision: nothing of it may run yet."""
+
+
+class ModuleNotAllowed(SandboxError):
+    """The run's owner may not call the module (not its owner, no ``use_module``)."""
+
+
 class ModuleSyntaxError(SandboxError):
     """The source does not compile under RestrictedPython; the message names the line."""
 

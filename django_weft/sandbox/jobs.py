@@ -3,9 +3,13 @@
 Its args are ``module`` (the stored module's name), ``method`` (the callable; its
 default export ``default`` when left out) and ``args`` (JSON: a list is passed
 positionally, an object by keyword). The module's JSON answer is the run's result.
-The run's state records the module's revision, the layers that were active and what
-the module printed. While the module runs the job calls ``ctx.check()``, so an abort
-kills the child at once.
+
+The run calls the module's approved revision, and only if the run's owner may use the
+module (its owner, or ``use_module``): checked when the start is validated (the owner
+reaches the args serializer) and again when the run calls it. The run's state records
+the revision that ran (before it runs), the layers that were active and what the
+module printed. While the module runs the job calls ``ctx.check()``, so an abort kills
+the child at once.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ from typing import Any
 
 from rest_framework import serializers
 
+from django_weft import access
 from django_weft.jobs.context import RunContext
 from django_weft.jobs.registry import StateSpec, job
 from django_weft.models import Module
-from django_weft.sandbox.calls import DEFAULT_METHOD, find_module, module_call
+from django_weft.sandbox.calls import DEFAULT_METHOD, find_module, module_call, require_use
 from django_weft.sandbox.errors import SandboxError
 from django_weft.sandbox.runner import Layers, load_runner
 
@@ -37,8 +42,17 @@ class ModuleArgs(serializers.Serializer[Any]):
     args = serializers.JSONField(required=False, default=list)  # type: ignore[arg-type]
 
     def validate_module(self, value: str) -> str:
-        if not Module.objects.filter(name=value).exists():
+        """A stored module with an approved revision that the start's owner may use."""
+        module = Module.objects.filter(name=value).first()
+        if module is None:
             raise serializers.ValidationError(f'No stored module is named "{value}".')
+        if not access.may_use_module(self.context.get("owner"), module):
+            refusal = access.module_use_refusal(value)
+            raise serializers.ValidationError(f"{refusal[:1].upper()}{refusal[1:]}.")
+        if module.approved_id is None:
+            raise serializers.ValidationError(
+                f'The stored module "{value}" has no approved revision yet.'
+            )
         return value
 
     def validate_args(self, value: Any) -> Any:
@@ -53,6 +67,7 @@ class ModuleArgs(serializers.Serializer[Any]):
 def run_module(ctx: RunContext, module: str, method: str = DEFAULT_METHOD, args: Any = None) -> Any:
     """Run ``method`` of the stored ``module`` in the sandbox; its answer is the result."""
     stored = find_module(module)
+    require_use(ctx.run.owner, stored)
     state = ctx.state
     assert state is not None  # the job declares a state document
 
@@ -60,7 +75,7 @@ def run_module(ctx: RunContext, module: str, method: str = DEFAULT_METHOD, args:
         state.change(lambda data: data.update(values))
 
     def ready(layers: Layers) -> None:
-        record(module=stored.name, revision=stored.revision, layers=layers)
+        record(layers=layers)
 
     context = {
         "run": str(ctx.run_id),
@@ -68,6 +83,7 @@ def run_module(ctx: RunContext, module: str, method: str = DEFAULT_METHOD, args:
         "attempt": ctx.attempt,
     }
     call = module_call(stored, method, args, context=context)
+    record(module=stored.name, revision=call.context["revision"])
     try:
         answer = load_runner().run(call, check=ctx.check, on_ready=ready)
     except SandboxError as error:

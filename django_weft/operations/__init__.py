@@ -1,0 +1,95 @@
+"""Who may do what, checked once: the one service layer every entry point goes through.
+
+The admin's actions, the REST API, the live sockets and a project's own views call these
+functions with the acting user. Each checks permission and ownership (the rules of
+:mod:`django_weft.access`), then runs the step and publishes what changed. A refusal
+raises :class:`~django_weft.exceptions.Forbidden` naming the missing permission, and
+writes nothing. :func:`describe_refusal` turns any refusal into the code, message and
+fields every entry point shows, so none of them words a refusal on its own.
+
+Rules beyond the model permissions (see docs/security.md):
+
+- what runs is decided by whoever sets it: starting a run, creating a schedule, and
+  changing a schedule's job or args all need ``add_run``; changing another user's
+  schedule's job or args makes the editor its owner, so nobody runs a job as someone
+  else;
+- *run now* and *retry* start runs, so they need ``add_run`` besides the right to act on
+  the schedule or see the run in full;
+- pausing a queue stops everyone's runs: it needs ``pause_queue``;
+- a stored module runs as whoever calls it: only its owner or ``manage_module`` changes
+  it, only ``grant_host_function`` widens its grants, and runs execute the revision its
+  owner (or a module manager) approved.
+
+Every checked call that changes something puts it on record (:func:`record`): who, when,
+what, and through which entry point (:func:`entry_point`), in the same transaction as the
+change. A refused call, or one that changes nothing (an abort asked again, a pause of a
+paused queue), leaves no record.
+"""
+
+from __future__ import annotations
+
+from django_weft.engine.auditing import entry_point
+from django_weft.engine.starting import StartRequest
+from django_weft.operations.base import WHAT_RUNS, record
+from django_weft.operations.documents import change_document, open_document
+from django_weft.operations.modules import approve_module_for, delete_module_for, save_module_for
+from django_weft.operations.queues import pause_queue_for, resume_queue_for
+from django_weft.operations.refusals import REFUSALS, describe_refusal
+from django_weft.operations.runs import (
+    REQUEST_ID_LENGTH,
+    aabort,
+    abort,
+    abort_for,
+    astart,
+    parse_start,
+    require_start,
+    retry_for,
+    start,
+    start_for,
+    start_or_get,
+)
+from django_weft.operations.schedules import (
+    create_schedule_for,
+    delete_schedule_for,
+    edit_schedule_for,
+    require_schedule_change,
+    require_schedule_create,
+    require_schedule_delete,
+    run_now_for,
+    set_enabled_for,
+)
+
+__all__ = [
+    "REFUSALS",
+    "REQUEST_ID_LENGTH",
+    "WHAT_RUNS",
+    "StartRequest",
+    "aabort",
+    "abort",
+    "abort_for",
+    "approve_module_for",
+    "astart",
+    "change_document",
+    "create_schedule_for",
+    "delete_module_for",
+    "delete_schedule_for",
+    "describe_refusal",
+    "edit_schedule_for",
+    "entry_point",
+    "open_document",
+    "parse_start",
+    "pause_queue_for",
+    "record",
+    "require_schedule_change",
+    "require_schedule_create",
+    "require_schedule_delete",
+    "require_start",
+    "resume_queue_for",
+    "retry_for",
+    "run_now_for",
+    "save_module_for",
+    "set_enabled_for",
+    "start",
+    "start_for",
+    "start_or_get",
+]

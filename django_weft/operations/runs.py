@@ -1,0 +1,210 @@
+"""Starting, aborting and retrying runs: the trusted calls and the checked ``*_for`` ones."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, cast
+
+from asgiref.sync import sync_to_async
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db import transaction
+
+from django_weft import access
+from django_weft.access import User
+from django_weft.engine import finishing, starting
+from django_weft.engine.starting import StartRequest
+from django_weft.exceptions import (
+    RunFinished,
+    RunNotFinished,
+)
+from django_weft.jobs.registry import Job, registry
+from django_weft.live import publisher
+from django_weft.live.changes import Changes
+from django_weft.models import (
+    AuditAction,
+    Run,
+)
+from django_weft.timing import clocks
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+from django_weft.operations.base import as_owner, record, require, signed_in
+
+#: The longest request id a socket client may send; a start's is its idempotency key.
+REQUEST_ID_LENGTH = 150
+#: The longest job name a client may send, as the run stores it.
+JOB_NAME_LENGTH = cast(int, Run._meta.get_field("job").max_length)
+
+
+def parse_start(
+    data: object, *, key: str | None = None, key_field: str | None = None
+) -> StartRequest:
+    """The start a client's ``data`` asks for: ``{"job": <name>, "args": {...}}``.
+
+    The one check of a start's input, for the API's body and the socket's frame alike.
+    ``args`` may be left out (no args). The idempotency key is ``key`` (the API's comes
+    in a header) or, with ``key_field``, that field of ``data``, which is then required
+    (a socket's ``request_id``). Raises ``ValidationError`` naming every bad field, then
+    :class:`~django_weft.exceptions.UnknownJob` for a job this process does not have.
+    The owner is left out: the checked call that starts it (:func:`start_for`) sets it.
+    """
+    if not isinstance(data, Mapping):
+        raise ValidationError(
+            {NON_FIELD_ERRORS: [f"Expected an object, but got {type(data).__name__}."]}
+        )
+    errors: dict[str, list[str]] = {}
+    job = _text(data, "job", JOB_NAME_LENGTH, errors)
+    args = data.get("args", {})
+    if args is None:
+        errors["args"] = ["This field may not be null."]
+    elif not isinstance(args, Mapping):
+        errors["args"] = [f'Expected a dictionary of items but got type "{type(args).__name__}".']
+    if key_field is not None:
+        key = _text(data, key_field, REQUEST_ID_LENGTH, errors)
+    if errors:
+        raise ValidationError(errors)
+    assert job is not None
+    return StartRequest(registry.get(job), args, key=key)
+
+
+def _text(
+    data: Mapping[str, Any], name: str, longest: int, errors: dict[str, list[str]]
+) -> str | None:
+    """The required text field ``name`` of ``data``, trimmed; its problem goes to ``errors``."""
+    value = data.get(name)
+    if name not in data:
+        errors[name] = ["This field is required."]
+    elif value is None:
+        errors[name] = ["This field may not be null."]
+    elif not isinstance(value, str):
+        errors[name] = [f"Expected text, not {type(value).__name__}."]
+    elif not value.strip():
+        errors[name] = ["This field may not be blank."]
+    elif len(value.strip()) > longest:
+        errors[name] = [f"Ensure this field has no more than {longest} characters."]
+    else:
+        return value.strip()
+    return None
+
+
+# Trusted calls: the caller has decided who may do this.
+def start(
+    job: Job | str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    key: str | None = None,
+    owner: AbstractBaseUser | None = None,
+    priority: int | None = None,
+) -> Run:
+    """Start a run of ``job`` (a job or its name) and return it at once, queued.
+
+    Raises :class:`~django_weft.exceptions.UnknownJob`,
+    :class:`~django_weft.exceptions.InvalidArgs` and
+    :class:`~django_weft.exceptions.StartRefused` (concurrency limit, reused key); then
+    nothing is written. With ``key`` a resent start returns the run the first one made
+    (keys are the owner's own: two owners' equal keys name two runs).
+    """
+    chosen = registry.get(job) if isinstance(job, str) else job
+    request = StartRequest(chosen, args, key=key, owner=owner, priority=priority)
+    return start_or_get(request)[0]
+
+
+def start_or_get(request: StartRequest) -> tuple[Run, bool]:
+    """Start the run ``request`` asks for, as :func:`start` does; also say whether this
+    call made it (False: its key named a run an earlier start made)."""
+    run, created = starting.start_or_get(request, now=clocks.now())
+    publish_run(run)
+    return run, created
+
+
+astart = sync_to_async(start)
+
+
+def abort(run: Run) -> bool:
+    """Request an abort. A run no worker has claimed (queued or blocked) ends at once.
+
+    Returns False when the run had already finished, or its abort was requested before.
+    """
+    changes = Changes()
+    requested = finishing.abort(run, now=clocks.now(), changes=changes)
+    publisher.publish(changes)
+    return requested
+
+
+aabort = sync_to_async(abort)
+
+
+def publish_run(run: Run) -> None:
+    changes = Changes()
+    changes.run(run.pk)
+    publisher.publish(changes)
+
+
+# Checked calls: for a user whose rights are checked here.
+
+
+def require_start(user: User) -> None:
+    """Refuse unless ``user`` may start runs."""
+    signed_in(user)
+    require(access.may_start_runs(user), "start runs", access.ADD_RUN)
+
+
+def start_for(user: User, request: StartRequest) -> tuple[Run, bool]:
+    """Start ``request`` as ``user``, who owns the run; False for a resent key."""
+    with transaction.atomic():
+        run, created = _start_as(user, request)
+        if created:
+            record(user, AuditAction.START, run, text="Started")
+    return run, created
+
+
+def _start_as(user: User, request: StartRequest) -> tuple[Run, bool]:
+    require_start(user)
+    return start_or_get(replace(request, owner=as_owner(user)))
+
+
+def abort_for(user: User, run: Run) -> bool:
+    """Request an abort of ``run``; False when it was requested before and still stands.
+
+    Raises :class:`~django_weft.exceptions.RunFinished` for a run that has finished.
+    """
+    require(
+        access.may_abort_run(user, run),
+        f"abort run {run.pk}",
+        access.CHANGE_RUN,
+        or_owner=True,
+    )
+    with transaction.atomic():
+        requested = abort(run)
+        if requested:
+            record(user, AuditAction.ABORT, run, text="Requested an abort")
+    if requested:
+        return True
+    run.refresh_from_db(fields=["status"])
+    if run.is_finished:
+        raise RunFinished(run.pk, run.status)
+    return False
+
+
+def retry_for(user: User, run: Run) -> Run:
+    """A new run of ``run``'s job with its args, started by (and owned by) ``user``.
+
+    Needs to see the run in full (its args are reused) and to start runs; the run must
+    have finished.
+    """
+    require(
+        access.sees_run_in_full(user, run),
+        f"retry run {run.pk}",
+        access.VIEW_RUN,
+        or_owner=True,
+    )
+    if not run.is_finished:
+        raise RunNotFinished(run.pk, run.status)
+    again = StartRequest(registry.get(run.job), run.args, priority=run.priority)
+    with transaction.atomic():
+        retried, _ = _start_as(user, again)
+        made = {"run": str(retried.pk)}
+        record(user, AuditAction.RETRY, run, text=f"Retried as run {retried.pk}", details=made)
+    return retried
