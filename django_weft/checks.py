@@ -118,6 +118,15 @@ def _check_live_settings() -> list[CheckMessage]:
                     id="django_weft.E007",
                 )
             )
+    interval = weft_settings.raw("WEFT_LIVE_RECHECK_INTERVAL")
+    if not isinstance(interval, int | float) or isinstance(interval, bool) or interval <= 0:
+        messages.append(
+            Error(
+                "WEFT_LIVE_RECHECK_INTERVAL must be a positive number of seconds, "
+                f"not {interval!r}.",
+                id="django_weft.E005",
+            )
+        )
     path = weft_settings.raw("WEFT_DOCUMENT_ACCESS")
     try:
         policy = import_string(path) if isinstance(path, str) else None

@@ -161,6 +161,11 @@ class WeftSettings:
     SANDBOX_POOL_SIZE: Setting[int] = Setting(0, int)
     """How many sandbox children each process keeps set up and waiting."""
 
+    # -- live sockets, again (docs/live.md) -------------------------------------------------
+
+    LIVE_RECHECK_INTERVAL: Setting[float] = Setting(30.0, float)
+    """Seconds between two looks at whether an open socket's user still holds its view."""
+
     @classmethod
     def declared(cls) -> dict[str, Setting[Any]]:
         """Every setting by its name in Django's settings (``WEFT_CLOCK``, ...)."""
