@@ -71,6 +71,7 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
         "WEFT_LOST_AFTER",
         "WEFT_ABORT_POLL_INTERVAL",
         "WEFT_TIMEOUT_GRACE",
+        "WEFT_LIVE_RECHECK_INTERVAL",
     ):
         value = weft_settings.raw(name)
         if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
@@ -118,15 +119,6 @@ def _check_live_settings() -> list[CheckMessage]:
                     id="django_weft.E007",
                 )
             )
-    interval = weft_settings.raw("WEFT_LIVE_RECHECK_INTERVAL")
-    if not isinstance(interval, int | float) or isinstance(interval, bool) or interval <= 0:
-        messages.append(
-            Error(
-                "WEFT_LIVE_RECHECK_INTERVAL must be a positive number of seconds, "
-                f"not {interval!r}.",
-                id="django_weft.E005",
-            )
-        )
     path = weft_settings.raw("WEFT_DOCUMENT_ACCESS")
     try:
         policy = import_string(path) if isinstance(path, str) else None
@@ -169,24 +161,6 @@ def _check_prune_settings() -> list[CheckMessage]:
             )
         )
     return messages
-
-
-@register(deploy=True)
-def check_live_origins(
-    app_configs: Sequence[Any] | None = None, **kwargs: Any
-) -> list[CheckMessage]:
-    """The live socket trusts pages whose host is allowed: ``*`` allows every site's."""
-    if "*" not in settings.ALLOWED_HOSTS:
-        return []
-    return [
-        Warning(
-            'ALLOWED_HOSTS contains "*", so the live socket accepts a handshake from a page '
-            "of any site, which then reads the signed-in user's runs.",
-            hint="List your hosts in ALLOWED_HOSTS, or the sites that may open the socket "
-            "in CSRF_TRUSTED_ORIGINS.",
-            id="django_weft.W002",
-        )
-    ]
 
 
 @register()

@@ -18,11 +18,14 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
-from django_weft.models import Run, RunStatus
+from django_weft.models import Document, Run, RunStatus
+from django_weft.operations import open_document
 from django_weft.sockets.consumers import RunsConsumer
+from django_weft.sockets.frames import MAX_DEPTH
 from tests.live_client import CommunicatorSocket, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -224,3 +227,106 @@ async def test_hostile_frames_get_an_error_frame_and_the_socket_lives(
     await socket.send({"type": "start", "job": "tests.noop", "request_id": "after"})
     started = await socket.until(lambda f: f["type"] in ("started", "error"))
     assert started["type"] == "started", "the socket still serves its user"
+
+
+def nested(depth: int, *, inner: str = "1") -> str:
+    """Arrays ``depth`` levels deep around ``inner``."""
+    return "[" * depth + inner + "]" * depth
+
+
+@override_settings(WEFT_LIVE_MAX_FRAME=1_000_000)
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(nested(100_000), id="arrays-100000-deep"),
+        pytest.param(
+            '{"type": "start", "job": "tests.noop", "request_id": "r", "args": '
+            + '{"a": ' * 100_000
+            + "1"
+            + "}" * 100_000
+            + "}",
+            id="args-100000-deep",
+        ),
+        pytest.param(
+            json.dumps({"type": "subscribe", "documents": json.loads(nested(MAX_DEPTH))}),
+            id="one-level-over",
+        ),
+    ],
+)
+async def test_frames_deeper_than_the_limit_are_refused_naming_it(
+    viewer: Any, sockets: list[Any], text: str
+) -> None:
+    """However deep (within the frame size), an error frame naming the limit; no
+    RecursionError, no dead socket."""
+    viewer = await sync_to_async(may_start)(viewer)
+    socket = await open_socket(sockets, viewer)
+    await socket.send(text)
+    error = await socket.until(lambda f: f["type"] == "error")
+    assert error["code"] == "malformed"
+    assert f"at most {MAX_DEPTH} levels" in error["message"]
+    assert await sync_to_async(Run.objects.count)() == 0
+    await socket.send({"type": "start", "job": "tests.noop", "request_id": "after"})
+    started = await socket.until(lambda f: f["type"] in ("started", "error"))
+    assert started["type"] == "started", "the socket still serves its user"
+
+
+async def test_frames_at_the_depth_limit_are_read(viewer: Any, sockets: list[Any]) -> None:
+    """A frame exactly MAX_DEPTH (32) levels deep is read: its fields are judged."""
+    socket = await open_socket(sockets, viewer)
+    documents = json.loads(nested(MAX_DEPTH - 1))
+    await socket.send({"type": "subscribe", "documents": documents})
+    error = await socket.until(lambda f: f["type"] == "error")
+    assert error["code"] == "invalid", "read and refused for its fields, not its depth"
+
+
+# -- re-subscribing ----------------------------------------------------------------------------
+
+
+class Statements:
+    """Every SQL statement run on the connection it is installed on."""
+
+    def __init__(self) -> None:
+        self.sql: list[str] = []
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        self.sql.append(sql)
+        return execute(sql, params, many, context)
+
+
+@sync_to_async
+def install(statements: Statements) -> None:
+    """On the connection of the thread the socket's database calls run in."""
+    connection.execute_wrappers.append(statements)
+
+
+@sync_to_async
+def uninstall(statements: Statements) -> None:
+    connection.execute_wrappers.remove(statements)
+
+
+@override_settings(WEFT_DOCUMENT_ACCESS="tests.live_access.shell_documents")
+async def test_resubscribing_to_watched_documents_reads_and_sends_nothing(
+    viewer: Any, sockets: list[Any]
+) -> None:
+    """Documents already watched are not read again nor sent again, however often."""
+    for key in ("shell:a", "shell:b"):
+        await sync_to_async(open_document)(key, schema="tests", initial=lambda: {"n": 1})
+    socket = await open_socket(sockets, viewer)
+    await socket.send({"type": "subscribe", "documents": ["shell:a", "shell:b"]})
+    for _ in range(2):
+        await socket.until(lambda f: f["type"] == "document")
+    statements = Statements()
+    await install(statements)
+    try:
+        for _ in range(10):
+            await socket.send({"type": "subscribe", "documents": ["shell:b", "shell:a"]})
+        await socket.send(
+            {"type": "page", "after": "00000000-0000-0000-0000-000000000000", "request_id": "p"}
+        )
+        following = await socket.next()
+    finally:
+        await uninstall(statements)
+    assert (following["type"], following["request_id"]) == ("error", "p"), "nothing sent before"
+    table = Document._meta.db_table
+    assert statements.sql, "the statements of the socket's thread are recorded"
+    assert not [sql for sql in statements.sql if table in sql], "no document read again"
