@@ -23,7 +23,7 @@ from typing import Any
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
-from django.db import DatabaseError
+from django.db import DatabaseError, InterfaceError
 
 from django_weft.conf import weft_settings
 from django_weft.engine.starting import StartRequest
@@ -38,6 +38,8 @@ logger = logging.getLogger("django_weft.live")
 
 #: The close code of a socket refused as it connects: signed out, or another site's page.
 CLOSE_FORBIDDEN = 4403
+#: The close code of a socket whose user could not be looked at again (a bug, logged).
+CLOSE_INTERNAL_ERROR = 1011
 
 
 class RunsConsumer(OutageProofConsumer):
@@ -143,9 +145,16 @@ class RunsConsumer(OutageProofConsumer):
             try:
                 if not await self._recheck():
                     return
-            except DatabaseError as error:
+            except (DatabaseError, InterfaceError) as error:
                 # Nothing can be told without the database; the next look tries again.
                 logger.warning("could not look at a live socket's user again: %s", error)
+            except Exception:
+                # A look that fails otherwise would fail every time: close rather than
+                # serve a user nobody can vouch for.
+                logger.exception("could not look at a live socket's user again; closing it")
+                self.closing = True
+                await self.close(code=CLOSE_INTERNAL_ERROR)
+                return
             await asyncio.sleep(weft_settings.LIVE_RECHECK_INTERVAL)
 
     async def _recheck(self) -> bool:

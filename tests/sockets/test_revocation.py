@@ -267,3 +267,25 @@ async def test_revocation_a_signed_out_visitors_socket_has_nothing_to_lose(
     socket = await open_socket(sockets, AnonymousUser())
     for _ in range(3):
         assert (await answer(socket, PING))["type"] == "websocket.send"
+
+
+def policy_with_a_bug(user: Any, key: str) -> bool:
+    """A WEFT_DOCUMENT_ACCESS that raises for users whose first name is "broken"."""
+    if user.first_name == "broken":
+        raise RuntimeError("the policy has a bug")
+    return bool(user.is_authenticated)
+
+
+@override_settings(**SOON, WEFT_DOCUMENT_ACCESS="tests.sockets.test_revocation.policy_with_a_bug")
+async def test_revocation_a_look_that_fails_closes_the_socket_1011(
+    sockets: list[CommunicatorSocket], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A look that fails for another reason than the database would fail every time:
+    the socket is closed (and the error logged) rather than left unwatched."""
+    reader = await make_user("reader")
+    socket = await open_socket(sockets, reader)
+    await socket.send({"type": "subscribe", "documents": ["shell:entries"]})
+    await socket.until(lambda f: f["type"] == "document")
+    await sync_to_async(get_user_model().objects.filter(pk=reader.pk).update)(first_name="broken")
+    assert (await closed(socket))["code"] == 1011
+    assert "could not look at a live socket's user again" in caplog.text
