@@ -48,8 +48,6 @@ class RunsConsumer(OutageProofConsumer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.documents_watched: list[str] = []
-        #: Set once the socket is closing: nothing more is sent to it.
-        self.closing = False
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Forward layer events straight away.
@@ -79,10 +77,8 @@ class RunsConsumer(OutageProofConsumer):
             return
         publisher.set_home_loop(asyncio.get_running_loop())
         self.user = user
-        self.operator, self.can_start = await database_sync_to_async(actions.permissions)(user)
-        self.standing = await database_sync_to_async(revocation.standing_of)(
-            self.scope, user, self.operator
-        )
+        self.standing = await database_sync_to_async(revocation.standing_of)(self.scope, user)
+        self.operator, self.can_start = self.standing.operator, self.standing.can_start
         self.groups_joined = [publisher.OPERATORS] if self.operator else [publisher.GUESTS]
         if user.is_authenticated and not self.operator:
             self.groups_joined.append(publisher.owner_group(user.pk))
@@ -127,11 +123,6 @@ class RunsConsumer(OutageProofConsumer):
             }
         )
 
-    async def send_json(self, content: dict[str, Any], close: bool = False) -> None:
-        """Send ``content``, unless the socket is closing (its user was cut off)."""
-        if not self.closing:
-            await super().send_json(content, close)
-
     # -- whether the user still holds this socket's view ----------------------------------------
 
     async def _keep_checking(self) -> None:
@@ -152,7 +143,6 @@ class RunsConsumer(OutageProofConsumer):
                 # A look that fails otherwise would fail every time: close rather than
                 # serve a user nobody can vouch for.
                 logger.exception("could not look at a live socket's user again; closing it")
-                self.closing = True
                 await self.close(code=CLOSE_INTERNAL_ERROR)
                 return
             await asyncio.sleep(weft_settings.LIVE_RECHECK_INTERVAL)
@@ -169,7 +159,6 @@ class RunsConsumer(OutageProofConsumer):
             )
         except Revoked as revoked:
             logger.info("live socket of user %s closed: %s", self.standing.user_id, revoked)
-            self.closing = True
             await self.close(code=revoked.code, reason=revoked.reason)
             return False
         return True

@@ -62,20 +62,20 @@ class Standing:
     session_key: str | None
     #: Whether the socket gets every run in full (``view_run``).
     operator: bool
+    #: Whether the user could start runs: what the client is told, to draw its buttons.
+    can_start: bool
 
 
-def standing_of(scope: dict[str, Any], user: Any, operator: bool) -> Standing:
+def standing_of(scope: dict[str, Any], user: Any) -> Standing:
     """What the socket of ``scope`` serves ``user`` with; reads the session."""
+    operator, can_start = actions.permissions(user)
     if not user.is_authenticated:
-        return Standing(user_id=None, session_key=None, operator=operator)
+        return Standing(None, None, operator, can_start)
     user_id = user._meta.pk.value_to_string(user)
     session = scope.get("session")
     signed_in_by_session = session is not None and session.get(SESSION_KEY) == user_id
-    return Standing(
-        user_id=user_id,
-        session_key=session.session_key if session is not None and signed_in_by_session else None,
-        operator=operator,
-    )
+    session_key = session.session_key if session is not None and signed_in_by_session else None
+    return Standing(user_id, session_key, operator, can_start)
 
 
 def recheck(standing: Standing, documents: list[str]) -> User:
