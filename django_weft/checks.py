@@ -71,6 +71,7 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
         "WEFT_LOST_AFTER",
         "WEFT_ABORT_POLL_INTERVAL",
         "WEFT_TIMEOUT_GRACE",
+        "WEFT_LIVE_RECHECK_INTERVAL",
     ):
         value = weft_settings.raw(name)
         if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
@@ -160,24 +161,6 @@ def _check_prune_settings() -> list[CheckMessage]:
             )
         )
     return messages
-
-
-@register(deploy=True)
-def check_live_origins(
-    app_configs: Sequence[Any] | None = None, **kwargs: Any
-) -> list[CheckMessage]:
-    """The live socket trusts pages whose host is allowed: ``*`` allows every site's."""
-    if "*" not in settings.ALLOWED_HOSTS:
-        return []
-    return [
-        Warning(
-            'ALLOWED_HOSTS contains "*", so the live socket accepts a handshake from a page '
-            "of any site, which then reads the signed-in user's runs.",
-            hint="List your hosts in ALLOWED_HOSTS, or the sites that may open the socket "
-            "in CSRF_TRUSTED_ORIGINS.",
-            id="django_weft.W002",
-        )
-    ]
 
 
 @register()

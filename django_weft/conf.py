@@ -167,6 +167,11 @@ class WeftSettings:
     """Whether the API's schema, Swagger UI and Redoc answer signed-out visitors too (only
     ``True`` opens them; anything else keeps them to the API's users, and is checked)."""
 
+    # -- live sockets, again (docs/live.md) -------------------------------------------------
+
+    LIVE_RECHECK_INTERVAL: Setting[float] = Setting(30.0, float)
+    """Seconds between two looks at whether an open socket's user still holds its view."""
+
     @classmethod
     def declared(cls) -> dict[str, Setting[Any]]:
         """Every setting by its name in Django's settings (``WEFT_CLOCK``, ...)."""

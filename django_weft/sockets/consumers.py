@@ -7,32 +7,39 @@ application documents. Whatever a client sends, a bad frame gets an ``error`` fr
 naming the problem (:mod:`django_weft.sockets.frames`) and the socket stays open;
 nothing is written for a refused request. What each frame reads and writes is in
 :mod:`django_weft.sockets.actions`; how the socket lives through channel-layer outages,
-in :mod:`django_weft.sockets.outages`.
+in :mod:`django_weft.sockets.outages`. The socket's user is looked at again every
+``WEFT_LIVE_RECHECK_INTERVAL`` seconds and before each frame: one who signed out, was
+deactivated or lost what the socket's view needs is cut off
+(:mod:`django_weft.sockets.revocation`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from typing import Any
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
-from django.db import DatabaseError
+from django.db import DatabaseError, InterfaceError
 
 from django_weft.conf import weft_settings
 from django_weft.engine.starting import StartRequest
 from django_weft.live import publisher
-from django_weft.sockets import actions, frames
+from django_weft.sockets import actions, frames, revocation
 from django_weft.sockets.frames import FrameError
 from django_weft.sockets.origins import origin_allowed
 from django_weft.sockets.outages import OutageProofConsumer
+from django_weft.sockets.revocation import Revoked
 
 logger = logging.getLogger("django_weft.live")
 
 #: The close code of a socket refused as it connects: signed out, or another site's page.
 CLOSE_FORBIDDEN = 4403
+#: The close code of a socket whose user could not be looked at again (a bug, logged).
+CLOSE_INTERNAL_ERROR = 1011
 
 
 class RunsConsumer(OutageProofConsumer):
@@ -70,7 +77,8 @@ class RunsConsumer(OutageProofConsumer):
             return
         publisher.set_home_loop(asyncio.get_running_loop())
         self.user = user
-        self.operator, self.can_start = await database_sync_to_async(actions.permissions)(user)
+        self.standing = await database_sync_to_async(revocation.standing_of)(self.scope, user)
+        self.operator, self.can_start = self.standing.operator, self.standing.can_start
         self.groups_joined = [publisher.OPERATORS] if self.operator else [publisher.GUESTS]
         if user.is_authenticated and not self.operator:
             self.groups_joined.append(publisher.owner_group(user.pk))
@@ -82,6 +90,8 @@ class RunsConsumer(OutageProofConsumer):
         if not self.live_ok:
             await self.send_json({"type": "live", "ok": False})
         self.ready.set()
+        if user.is_authenticated:
+            self._spawn(self._keep_checking())
 
     async def disconnect(self, code: int) -> None:
         await self.leave()
@@ -91,7 +101,11 @@ class RunsConsumer(OutageProofConsumer):
         try:
             await self._send_snapshot()
             if self.documents_watched:
-                await self.handle_subscribe({"documents": self.documents_watched})
+                documents = await database_sync_to_async(actions.documents)(
+                    self.user, self.documents_watched
+                )
+                for document in documents:
+                    await self.send_json({"type": "document", "document": document})
         except FrameError as error:
             await self.send_json({"type": "error", "code": error.code, "message": str(error)})
 
@@ -109,11 +123,55 @@ class RunsConsumer(OutageProofConsumer):
             }
         )
 
+    # -- whether the user still holds this socket's view ----------------------------------------
+
+    async def _keep_checking(self) -> None:
+        """Look at the user every ``WEFT_LIVE_RECHECK_INTERVAL`` seconds until one fails.
+
+        The first look comes at a random moment within the interval, so that sockets
+        that connected together (after a restart) are not all looked at together.
+        """
+        await asyncio.sleep(random.uniform(0, weft_settings.LIVE_RECHECK_INTERVAL))
+        while True:
+            try:
+                if not await self._recheck():
+                    return
+            except (DatabaseError, InterfaceError) as error:
+                # Nothing can be told without the database; the next look tries again.
+                logger.warning("could not look at a live socket's user again: %s", error)
+            except Exception:
+                # A look that fails otherwise would fail every time: close rather than
+                # serve a user nobody can vouch for.
+                logger.exception("could not look at a live socket's user again; closing it")
+                await self.close(code=CLOSE_INTERNAL_ERROR)
+                return
+            await asyncio.sleep(weft_settings.LIVE_RECHECK_INTERVAL)
+
+    async def _recheck(self) -> bool:
+        """Whether the user still holds this socket's view; if not, the socket is closed.
+
+        The user read again replaces the one the socket had, so each frame is decided
+        on permissions as they are now.
+        """
+        try:
+            self.user = await database_sync_to_async(revocation.recheck)(
+                self.standing, self.documents_watched
+            )
+        except Revoked as revoked:
+            logger.info("live socket of user %s closed: %s", self.standing.user_id, revoked)
+            await self.close(code=revoked.code, reason=revoked.reason)
+            return False
+        return True
+
     # -- frames from the client ---------------------------------------------------------------
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.closing:
+            return
         request_id = None
         try:
+            if not await self._recheck():
+                return
             frame = frames.parse(text_data, bytes_data)
             request_id = frames.request_id(frame)
             kind, fields = frames.read(frame)
@@ -163,8 +221,13 @@ class RunsConsumer(OutageProofConsumer):
         )
 
     async def handle_subscribe(self, frame: dict[str, Any]) -> None:
-        keys = list(dict.fromkeys(frame["documents"]))
-        watched = list(dict.fromkeys([*self.documents_watched, *keys]))
+        # A document already watched is neither read nor sent again: its changes come.
+        keys = [
+            key for key in dict.fromkeys(frame["documents"]) if key not in self.documents_watched
+        ]
+        if not keys:
+            return
+        watched = [*self.documents_watched, *keys]
         limit = weft_settings.LIVE_MAX_SUBSCRIPTIONS
         if len(watched) > limit:
             raise FrameError(

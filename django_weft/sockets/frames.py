@@ -23,6 +23,11 @@ from django_weft.engine.starting import StartRequest
 from django_weft.exceptions import WeftError
 from django_weft.jobs.registry import flatten_errors
 
+#: How deeply a frame's objects and arrays may nest, the frame itself being level 1:
+#: ample for any job's args, and far from what would exhaust the stack of the code
+#: that reads them (validators, serializers, the database's JSON).
+MAX_DEPTH = 32
+
 
 class FrameError(Exception):
     """A request the socket refuses: becomes an ``error`` frame."""
@@ -66,10 +71,36 @@ def parse(text_data: str | None, bytes_data: bytes | None) -> dict[str, Any]:
     except json.JSONDecodeError as error:
         raise FrameError("malformed", f"malformed JSON: {error}") from None
     except RecursionError:
-        raise FrameError("malformed", "JSON nested too deeply") from None
+        # Far deeper than the limit: the parser gave up before we could measure.
+        raise too_deep() from None
     if not isinstance(frame, dict):
         raise FrameError("malformed", f"a frame must be a JSON object, not {type(frame).__name__}")
+    if nested_deeper_than(frame, MAX_DEPTH):
+        raise too_deep()
     return frame
+
+
+def too_deep() -> FrameError:
+    return FrameError(
+        "malformed", f"JSON nested too deeply: objects and arrays nest at most {MAX_DEPTH} levels"
+    )
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value``'s objects and arrays nest more than ``limit`` levels (no recursion)."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, level = pending.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if level > limit:
+            return True
+        pending.extend((child, level + 1) for child in children)
+    return False
 
 
 def request_id(frame: dict[str, Any]) -> str | None:

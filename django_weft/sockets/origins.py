@@ -2,30 +2,38 @@
 
 A browser sends the user's cookies with a websocket handshake whatever page opens it, so
 a page of another site could read the user's runs (cross-site websocket hijacking)
-unless the server looks at the handshake's ``Origin``. The consumer checks it itself,
-with the rules Django and channels use for the same question, so a project that forgets
-channels' ``AllowedHostsOriginValidator`` is still safe:
+unless the server looks at the handshake's ``Origin``. The consumer checks it itself, as
+Django's CSRF check (``CsrfViewMiddleware._origin_verified``) checks a form's, so a
+project that forgets an origin validator in its ASGI stack is still safe. An origin is a
+scheme, a host and a port, compared whole:
 
 - a handshake without ``Origin`` is not a browser's (browsers always send one) and is
   allowed;
-- an origin listed in ``CSRF_TRUSTED_ORIGINS`` (``https://*.example.com`` style wildcards
-  included) is allowed;
-- otherwise the origin's host must be one of ``ALLOWED_HOSTS`` (with Django's own
-  defaults for ``DEBUG``).
+- the socket's own origin is allowed: its ``Host`` (which must be one of
+  ``ALLOWED_HOSTS``, with Django's defaults for ``DEBUG``; ``X-Forwarded-Host`` with
+  ``USE_X_FORWARDED_HOST``) with the scheme the handshake came in on, ``ws`` as
+  ``http`` and ``wss`` as ``https`` (or what ``SECURE_PROXY_SSL_HEADER`` says);
+- an origin listed in ``CSRF_TRUSTED_ORIGINS`` is allowed, and so are the subdomains of
+  an entry such as ``https://*.example.com``, for that scheme and port only.
+
+``ALLOWED_HOSTS`` patterns alone admit no other origin: with ``[".example.com"]``,
+``http://uploads.example.com:8080`` may not open a socket on ``https://www.example.com``.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.http.request import split_domain_port, validate_host
+from django.core.exceptions import DisallowedHost
+from django.core.handlers.asgi import ASGIRequest
 from django.utils.http import is_same_domain
 
-#: What Django allows when ``DEBUG`` is on and ``ALLOWED_HOSTS`` is empty.
-DEBUG_HOSTS = [".localhost", "127.0.0.1", "[::1]"]
+#: The scheme of the page that may open a socket reached over each websocket scheme.
+PAGE_SCHEMES = {"ws": "http", "wss": "https", "http": "http", "https": "https"}
 
 
 def origin_allowed(scope: Mapping[str, Any]) -> bool:
@@ -33,26 +41,47 @@ def origin_allowed(scope: Mapping[str, Any]) -> bool:
     origin = _header(scope, b"origin")
     if origin is None:
         return True
-    return is_trusted_origin(origin)
+    return origin == own_origin(scope) or is_trusted_origin(origin)
+
+
+def own_origin(scope: Mapping[str, Any]) -> str | None:
+    """The socket's own origin, as Django computes a request's (None: a disallowed host).
+
+    The handshake is read as Django reads an HTTP request of the same scope, so its
+    host and scheme follow ``ALLOWED_HOSTS``, ``USE_X_FORWARDED_HOST`` and
+    ``SECURE_PROXY_SSL_HEADER`` exactly as the project's pages do.
+    """
+    scheme = PAGE_SCHEMES.get(str(scope.get("scheme") or "ws"), "http")
+    request = ASGIRequest({**scope, "method": "GET", "scheme": scheme}, io.BytesIO())
+    try:
+        host = request.get_host()
+    except DisallowedHost:
+        return None
+    return f"{'https' if request.is_secure() else 'http'}://{host}"
 
 
 def is_trusted_origin(origin: str) -> bool:
-    """Whether a page of ``origin`` (``scheme://host[:port]``) may open the live socket."""
-    parsed = urlsplit(origin)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+    """Whether ``CSRF_TRUSTED_ORIGINS`` lists ``origin`` (``scheme://host[:port]``).
+
+    An entry names a whole origin, or with ``*`` every subdomain of one (the domain
+    itself included), for the entry's scheme and port.
+    """
+    trusted = settings.CSRF_TRUSTED_ORIGINS
+    if origin in (entry for entry in trusted if "*" not in entry):
+        return True
+    try:
+        parsed = urlsplit(origin)
+    except ValueError:
         return False
-    for trusted in settings.CSRF_TRUSTED_ORIGINS:
-        expected = urlsplit(trusted)
-        if expected.scheme != parsed.scheme:
+    for entry in trusted:
+        if "*" not in entry:
             continue
-        if "*" in expected.netloc:
-            if is_same_domain(parsed.netloc, expected.netloc.lstrip("*")):
-                return True
-        elif expected.netloc == parsed.netloc:
+        pattern = urlsplit(entry)
+        if pattern.scheme == parsed.scheme and is_same_domain(
+            parsed.netloc, pattern.netloc.lstrip("*")
+        ):
             return True
-    host, _ = split_domain_port(parsed.netloc)
-    allowed = settings.ALLOWED_HOSTS or (DEBUG_HOSTS if settings.DEBUG else [])
-    return bool(host) and validate_host(host, allowed)
+    return False
 
 
 def _header(scope: Mapping[str, Any], name: bytes) -> str | None:

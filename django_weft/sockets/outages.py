@@ -39,6 +39,8 @@ class OutageProofConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.groups_joined: list[str] = []
         #: Whether the client was last told that changes reach it (``live`` frames).
         self.live_ok = True
+        #: Set once the socket is closed from this end: nothing more is sent to it.
+        self.closing = False
         self.ready = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._resyncing: asyncio.Task[None] | None = None
@@ -47,6 +49,17 @@ class OutageProofConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def catch_up(self) -> None:
         """Resend what the client missed while the layer was down."""
         raise NotImplementedError
+
+    async def send_json(self, content: dict[str, Any], close: bool = False) -> None:
+        """Send ``content``, unless the socket is closing."""
+        if not self.closing:
+            await super().send_json(content, close)
+
+    async def close(self, code: int | None = None, reason: str | None = None) -> None:
+        """Close the socket once; whatever would be sent afterwards is dropped."""
+        if not self.closing:
+            self.closing = True
+            await super().close(code=code, reason=reason)
 
     # channels' ``__call__`` stores the layer's receive in ``channel_receive`` and then
     # awaits what it reads back from it: reading back the receive that survives outages

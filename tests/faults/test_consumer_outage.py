@@ -193,3 +193,33 @@ async def test_consumer_that_cannot_resync_closes_with_4503(
     closed = await socket.communicator.receive_output(timeout=RECOVERY)
     assert closed == {"type": "websocket.close", "code": CLOSE_RESYNC_FAILED}
     postgres.start()
+
+
+@sync_to_async
+def make_operator() -> Any:
+    user = get_user_model().objects.create_user("operator")
+    user.user_permissions.add(Permission.objects.get(codename="view_run"))
+    return get_user_model().objects.get(pk=user.pk)
+
+
+@override_settings(WEFT_LIVE_RECHECK_INTERVAL=0.05)
+async def test_consumer_looks_at_its_user_again_once_the_database_is_back(
+    postgres: PostgresCluster,
+    sockets: list[CommunicatorSocket],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A look at the socket's user that the database cannot answer leaves the socket open
+    (logged); once the database is back, a revocation is seen again."""
+    operator = await make_operator()
+    socket = await open_socket(sockets, operator)
+    with caplog.at_level(logging.WARNING, logger="django_weft.live"):
+        postgres.stop()
+        deadline = time.monotonic() + RECOVERY
+        while "could not look at a live socket's user again" not in caplog.text:
+            assert time.monotonic() < deadline, "a look failed for want of the database"
+            await asyncio.sleep(0.05)
+        postgres.start()
+    assert socket.communicator.output_queue.empty(), "still open, nothing sent"
+    await sync_to_async(operator.user_permissions.clear)()
+    closed = await socket.communicator.receive_output(timeout=RECOVERY)
+    assert (closed["type"], closed["code"]) == ("websocket.close", 4403)

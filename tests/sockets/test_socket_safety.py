@@ -18,16 +18,19 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
-from django_weft.models import Run, RunStatus
+from django_weft.models import Document, Run, RunStatus
+from django_weft.operations import open_document
 from django_weft.sockets.consumers import RunsConsumer
+from django_weft.sockets.frames import MAX_DEPTH
 from tests.live_client import CommunicatorSocket, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
-HOSTS = ["weft.example", "testserver"]
+HOSTS = [".weft.example", "testserver"]
 
 
 @pytest.fixture
@@ -45,13 +48,14 @@ async def sockets() -> AsyncIterator[list[CommunicatorSocket]]:
         await socket.close()
 
 
-async def handshake(user: Any, origin: str | None) -> dict[str, Any]:
-    """What the server sends first to a handshake from a page of ``origin``."""
+async def handshake(user: Any, origin: str | None, scheme: str = "ws") -> dict[str, Any]:
+    """What the server sends first to a handshake to weft.example from a page of ``origin``."""
     headers = [(b"host", b"weft.example")]
     if origin is not None:
         headers.append((b"origin", origin.encode()))
     communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/", headers)
     communicator.scope["user"] = user
+    communicator.scope["scheme"] = scheme
     await communicator.connect(timeout=5)
     first: dict[str, Any] = await communicator.receive_output(timeout=5)
     await communicator.disconnect()
@@ -62,28 +66,41 @@ async def handshake(user: Any, origin: str | None) -> dict[str, Any]:
 
 
 @override_settings(ALLOWED_HOSTS=HOSTS)
-@pytest.mark.parametrize("origin", ["https://evil.example", "null", "file://", "weft.example"])
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "https://evil.example",
+        "null",
+        "file://",
+        "weft.example",
+        # Another origin whose host ALLOWED_HOSTS' wildcard allows: not the socket's own.
+        "http://uploads.weft.example:8080",
+        "https://weft.example",
+        "http://weft.example:8443",
+    ],
+)
 async def test_socket_refuses_a_page_of_another_site(viewer: Any, origin: str) -> None:
-    """A page of another site carrying the user's cookies gets nothing: closed, 4403."""
+    """A page of another origin carrying the user's cookies gets nothing: closed, 4403."""
     first = await handshake(viewer, origin)
     assert (first["type"], first["code"]) == ("websocket.close", 4403)
 
 
 @override_settings(ALLOWED_HOSTS=HOSTS, CSRF_TRUSTED_ORIGINS=["https://*.partner.example"])
 @pytest.mark.parametrize(
-    "origin",
+    ("origin", "scheme"),
     [
-        "http://weft.example",
-        "https://weft.example:8443",
-        "https://app.partner.example",
-        None,
+        ("http://weft.example", "ws"),
+        ("https://weft.example", "wss"),
+        ("https://app.partner.example", "ws"),
+        (None, "ws"),
     ],
 )
-async def test_socket_accepts_its_own_hosts_trusted_origins_and_non_browsers(
-    viewer: Any, origin: str | None
+async def test_socket_accepts_its_own_origin_trusted_origins_and_non_browsers(
+    viewer: Any, origin: str | None, scheme: str
 ) -> None:
-    """Allowed hosts, CSRF_TRUSTED_ORIGINS (wildcards too) and clients without an Origin."""
-    first = await handshake(viewer, origin)
+    """Its own origin (the scheme it came in on), CSRF_TRUSTED_ORIGINS (wildcards too) and
+    clients without an Origin."""
+    first = await handshake(viewer, origin, scheme)
     assert first["type"] == "websocket.send"
     assert json.loads(first["text"])["type"] == "snapshot"
 
@@ -149,9 +166,9 @@ async def test_subscriptions_are_capped_and_deduplicated(viewer: Any, sockets: l
     socket = await open_socket(sockets, viewer)
     for _ in range(20):
         await socket.send({"type": "subscribe", "documents": ["shell:a", "shell:a"]})
-        await socket.until(lambda f: f["type"] == "document")
-    await socket.send({"type": "subscribe", "documents": ["shell:b", "shell:c"]})
-    await socket.until(lambda f: f["type"] == "document" and f["document"]["key"] == "shell:c")
+    await socket.send({"type": "subscribe", "documents": ["shell:b", "shell:a", "shell:c"]})
+    sent = [(await socket.next())["document"]["key"] for _ in range(3)]
+    assert sent == ["shell:a", "shell:b", "shell:c"], "each document sent once"
     await socket.send({"type": "subscribe", "documents": ["shell:d"]})
     refused = await socket.until(lambda f: f["type"] == "error")
     assert refused["code"] == "too_many_subscriptions"
@@ -210,3 +227,106 @@ async def test_hostile_frames_get_an_error_frame_and_the_socket_lives(
     await socket.send({"type": "start", "job": "tests.noop", "request_id": "after"})
     started = await socket.until(lambda f: f["type"] in ("started", "error"))
     assert started["type"] == "started", "the socket still serves its user"
+
+
+def nested(depth: int, *, inner: str = "1") -> str:
+    """Arrays ``depth`` levels deep around ``inner``."""
+    return "[" * depth + inner + "]" * depth
+
+
+@override_settings(WEFT_LIVE_MAX_FRAME=1_000_000)
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(nested(100_000), id="arrays-100000-deep"),
+        pytest.param(
+            '{"type": "start", "job": "tests.noop", "request_id": "r", "args": '
+            + '{"a": ' * 100_000
+            + "1"
+            + "}" * 100_000
+            + "}",
+            id="args-100000-deep",
+        ),
+        pytest.param(
+            json.dumps({"type": "subscribe", "documents": json.loads(nested(MAX_DEPTH))}),
+            id="one-level-over",
+        ),
+    ],
+)
+async def test_frames_deeper_than_the_limit_are_refused_naming_it(
+    viewer: Any, sockets: list[Any], text: str
+) -> None:
+    """However deep (within the frame size), an error frame naming the limit; no
+    RecursionError, no dead socket."""
+    viewer = await sync_to_async(may_start)(viewer)
+    socket = await open_socket(sockets, viewer)
+    await socket.send(text)
+    error = await socket.until(lambda f: f["type"] == "error")
+    assert error["code"] == "malformed"
+    assert f"at most {MAX_DEPTH} levels" in error["message"]
+    assert await sync_to_async(Run.objects.count)() == 0
+    await socket.send({"type": "start", "job": "tests.noop", "request_id": "after"})
+    started = await socket.until(lambda f: f["type"] in ("started", "error"))
+    assert started["type"] == "started", "the socket still serves its user"
+
+
+async def test_frames_at_the_depth_limit_are_read(viewer: Any, sockets: list[Any]) -> None:
+    """A frame exactly MAX_DEPTH (32) levels deep is read: its fields are judged."""
+    socket = await open_socket(sockets, viewer)
+    documents = json.loads(nested(MAX_DEPTH - 1))
+    await socket.send({"type": "subscribe", "documents": documents})
+    error = await socket.until(lambda f: f["type"] == "error")
+    assert error["code"] == "invalid", "read and refused for its fields, not its depth"
+
+
+# -- re-subscribing ----------------------------------------------------------------------------
+
+
+class Statements:
+    """Every SQL statement run on the connection it is installed on."""
+
+    def __init__(self) -> None:
+        self.sql: list[str] = []
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        self.sql.append(sql)
+        return execute(sql, params, many, context)
+
+
+@sync_to_async
+def install(statements: Statements) -> None:
+    """On the connection of the thread the socket's database calls run in."""
+    connection.execute_wrappers.append(statements)
+
+
+@sync_to_async
+def uninstall(statements: Statements) -> None:
+    connection.execute_wrappers.remove(statements)
+
+
+@override_settings(WEFT_DOCUMENT_ACCESS="tests.live_access.shell_documents")
+async def test_resubscribing_to_watched_documents_reads_and_sends_nothing(
+    viewer: Any, sockets: list[Any]
+) -> None:
+    """Documents already watched are not read again nor sent again, however often."""
+    for key in ("shell:a", "shell:b"):
+        await sync_to_async(open_document)(key, schema="tests", initial=lambda: {"n": 1})
+    socket = await open_socket(sockets, viewer)
+    await socket.send({"type": "subscribe", "documents": ["shell:a", "shell:b"]})
+    for _ in range(2):
+        await socket.until(lambda f: f["type"] == "document")
+    statements = Statements()
+    await install(statements)
+    try:
+        for _ in range(10):
+            await socket.send({"type": "subscribe", "documents": ["shell:b", "shell:a"]})
+        await socket.send(
+            {"type": "page", "after": "00000000-0000-0000-0000-000000000000", "request_id": "p"}
+        )
+        following = await socket.next()
+    finally:
+        await uninstall(statements)
+    assert (following["type"], following["request_id"]) == ("error", "p"), "nothing sent before"
+    table = Document._meta.db_table
+    assert statements.sql, "the statements of the socket's thread are recorded"
+    assert not [sql for sql in statements.sql if table in sql], "no document read again"
