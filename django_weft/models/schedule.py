@@ -1,15 +1,17 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
-from django.db.models.deletion import Collector
 
 from django_weft.timing.cron import CronError, CronPlan, zone_from_name
 from django_weft.timing.plans import AtPlan, EveryPlan, Plan
+
+if TYPE_CHECKING:
+    from django.db.models.deletion import Collector
 
 #: What the scheduler keeps on a row. A full ``save()`` of a loaded row never writes
 #: these, so an instance read before the worker fired the row cannot roll them back.
