@@ -49,7 +49,16 @@ class ScheduleColumns:
 
     @admin.display(description="next due", ordering="next_due")
     def next_due_at(self, schedule: Schedule) -> str:
-        """When an armed row fires next; for any other, where it stands ("fired, done")."""
+        """When an armed row fires next; for any other, where it stands ("fired, done").
+
+        A row switched on that fires nothing says "parked" and why (on one line, all of
+        it on hover): at its next due it is only looked at again.
+        """
+        reason = parked_reason(schedule)
+        if reason and schedule.enabled:
+            return format_html(
+                "<span class='weft-sch-error' title='{}'>parked: {}</span>", reason, reason
+            )
         state = state_words(schedule)
         if state != "armed" or schedule.next_due is None:
             return state
@@ -80,14 +89,6 @@ class ScheduleColumns:
             schedule.last_error_message,
             schedule.last_error_message,
         )
-
-    @admin.display(description="parked", ordering="problem")
-    def parked(self, schedule: Schedule) -> str:
-        """Why the row fires nothing (its ``problem``), cut to one line; "-" when it fires."""
-        reason = parked_reason(schedule)
-        if not reason:
-            return "-"
-        return format_html("<span class='weft-sch-error' title='{}'>{}</span>", reason, reason)
 
     @admin.display(description="parked")
     def parked_because(self, schedule: Schedule) -> str:

@@ -56,7 +56,6 @@ class ScheduleAdmin(ScheduleColumns, ScheduleAdminBase):
         "last_status",
         "last_error",
         "missed",
-        "parked",
     ]
     list_filter = ["enabled", "last_status", "job"]
     search_fields = ["name", "job"]

@@ -57,12 +57,15 @@ def list_rows(client: Client) -> dict[str, str]:
     page = client.get(reverse(LIST)).content.decode()
     body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
     rows = body.split("<tr")[1:]
-    return {name: row for row in rows for name in ("remind", "other", "orphan") if name in row}
+    return {
+        name: row for row in rows for name in ("remind", "other", "orphan") if f">{name}<" in row
+    }
 
 
 def test_schedule_list_says_why_a_row_is_parked(root: Client) -> None:
-    """The *parked* column holds the row's reason (all of it on hover), "-" for a row
-    that fires, and "owner was removed" at once for a row whose owner was deleted."""
+    """*Next due* says "parked" and the row's reason (all of it on hover) for a row that
+    fires nothing, and "owner was removed" at once for a row whose owner was deleted;
+    a paused row is paused."""
     alice = make_user("alice", "add_run")
     parked = remind(alice)
     Schedule.objects.filter(pk=parked.pk).update(problem="owner alice is inactive")
@@ -72,10 +75,15 @@ def test_schedule_list_says_why_a_row_is_parked(root: Client) -> None:
 
     rows = list_rows(root)
     reason = "owner alice is inactive"
-    assert f"<span class='weft-sch-error' title='{reason}'>{reason}</span>" in rows["remind"]
-    assert "owner was removed" in rows["orphan"]
-    assert "weft-sch-error" not in rows["other"]
-    assert "column-parked" in root.get(reverse(LIST)).content.decode()
+    assert (
+        f"<span class='weft-sch-error' title='{reason}'>parked: {reason}</span>" in (rows["remind"])
+    )
+    assert "parked: owner was removed" in rows["orphan"]
+    assert "parked" not in rows["other"]
+
+    Schedule.objects.filter(pk=parked.pk).update(enabled=False)
+    assert "parked" not in list_rows(root)["remind"]
+    assert "paused" in list_rows(root)["remind"]
 
 
 def test_schedule_page_says_why_and_what_makes_it_fire_again(root: Client) -> None:
