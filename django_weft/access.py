@@ -15,14 +15,28 @@ the live sockets and the admin's views, in Django's model permissions.
 
 A refusal names the permission that is missing, so a client can tell an operator what
 to grant instead of guessing.
+
+A schedule starts its runs as its owner, so each of its fires asks again whether that
+owner may start runs now (:func:`owners_who_may_start`, :func:`owner_refusal`): active,
+and holding ``add_run``. A schedule without an owner is the deployment's own (made in
+code, a fixture or the shell) and fires as before, as no one; one whose owner's user was
+deleted is not, and fires nothing until it is taken over.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from django.contrib import auth
+from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.models import PermissionsMixin
 
 from django_weft.conf import weft_settings
 from django_weft.loading import import_setting
+
+if TYPE_CHECKING:
+    from django_weft.models import Schedule
 
 VIEW_RUN = "django_weft.view_run"
 ADD_RUN = "django_weft.add_run"
@@ -118,6 +132,80 @@ def may_use_module(owner: User | None, module: Owned) -> bool:
 def module_use_refusal(name: str) -> str:
     """Why a start of ``name`` is refused, in the words the start and the run both use."""
     return f'only its owner and users with {USE_MODULE} may call the stored module "{name}"'
+
+
+#: The reason a schedule whose owner's user was deleted does not fire.
+OWNER_REMOVED = "owner was removed"
+
+#: What decides a permission in ``ModelBackend``: a backend whose every one of these is
+#: ``ModelBackend``'s own answers ``has_perm`` as its ``with_perm`` query does.
+_MODEL_BACKEND_PERMISSIONS = (
+    "has_perm",
+    "with_perm",
+    "get_all_permissions",
+    "get_user_permissions",
+    "get_group_permissions",
+    "_get_permissions",
+    "_get_user_permissions",
+    "_get_group_permissions",
+)
+
+
+def owners_who_may_start(owners: Iterable[Any]) -> set[Any]:
+    """The pks of those of ``owners`` (users) who may start runs now: active, and
+    ``has_perm("django_weft.add_run")``.
+
+    Asked for a whole batch of due schedules at once. When Django's rules decide (the
+    user model's ``has_perm`` is ``PermissionsMixin``'s and every backend that answers
+    ``has_perm`` decides as ``ModelBackend`` does), it is one query, whatever the number
+    of owners: ``ModelBackend.with_perm`` (superusers included). Otherwise each distinct
+    owner's ``has_perm`` is asked, once, at whatever that costs its backends.
+    """
+    active = {owner.pk: owner for owner in owners if getattr(owner, "is_active", True)}
+    if not active:
+        return set()
+    if _permissions_are_djangos():
+        holders = ModelBackend().with_perm(ADD_RUN).filter(pk__in=list(active))
+        return set(holders.values_list("pk", flat=True))
+    return {pk for pk, owner in active.items() if owner.has_perm(ADD_RUN)}
+
+
+def _permissions_are_djangos() -> bool:
+    """Whether ``user.has_perm`` is Django's own: ``PermissionsMixin`` over backends
+    that decide permissions as ``ModelBackend`` does (or answer none)."""
+    if getattr(auth.get_user_model(), "has_perm", None) is not PermissionsMixin.has_perm:
+        return False
+    return all(
+        not hasattr(backend, "has_perm")
+        or all(
+            getattr(type(backend), name, None) is getattr(ModelBackend, name, None)
+            for name in _MODEL_BACKEND_PERMISSIONS
+        )
+        for backend in auth.get_backends()
+    )
+
+
+def owner_refusal(schedule: Schedule, may_start: set[Any]) -> str:
+    """Why ``schedule`` may not start its runs as its owner now, or "" when it may.
+
+    ``may_start`` holds the pks :func:`owners_who_may_start` found for its owner (and
+    others'). A schedule without an owner may, unless its owner's user was deleted.
+    """
+    owner = schedule.owner
+    if owner is None:
+        return OWNER_REMOVED if schedule.owner_removed else ""
+    name = owner.get_username()
+    if not getattr(owner, "is_active", True):
+        return f"owner {name} is inactive"
+    if owner.pk not in may_start:
+        return f"owner {name} lacks {ADD_RUN}"
+    return ""
+
+
+def schedule_owner_refusal(schedule: Schedule) -> str:
+    """:func:`owner_refusal` for one schedule, asked on its own (*run now*, a buffered fire)."""
+    owners = [schedule.owner] if schedule.owner is not None else []
+    return owner_refusal(schedule, owners_who_may_start(owners))
 
 
 def document_access(user: Any, key: str) -> bool:

@@ -105,6 +105,7 @@ class ScheduleOwnerSerializer(ScheduleGuestSerializer):
             "overlap",
             "missed",
             "problem",
+            "owner_removed",
             "last_due",
             "last_error_type",
             "last_error_message",

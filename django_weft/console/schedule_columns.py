@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from django_weft import access
 from django_weft.console import formatting
 from django_weft.console.plan_preview import fires_preview
 from django_weft.console.plan_words import moment_words, plan_words, state_words
@@ -48,7 +49,16 @@ class ScheduleColumns:
 
     @admin.display(description="next due", ordering="next_due")
     def next_due_at(self, schedule: Schedule) -> str:
-        """When an armed row fires next; for any other, where it stands ("fired, done")."""
+        """When an armed row fires next; for any other, where it stands ("fired, done").
+
+        A row switched on that fires nothing says "parked" and why (on one line, all of
+        it on hover): at its next due it is only looked at again.
+        """
+        reason = parked_reason(schedule)
+        if reason and schedule.enabled:
+            return format_html(
+                "<span class='weft-sch-error' title='{}'>parked: {}</span>", reason, reason
+            )
         state = state_words(schedule)
         if state != "armed" or schedule.next_due is None:
             return state
@@ -79,6 +89,31 @@ class ScheduleColumns:
             schedule.last_error_message,
             schedule.last_error_message,
         )
+
+    @admin.display(description="parked")
+    def parked_because(self, schedule: Schedule) -> str:
+        """The page's word on a parked row: why, and what makes it fire again."""
+        reason = parked_reason(schedule)
+        if not reason:
+            return "-"
+        if schedule.owner_removed and schedule.owner_id is None:
+            remedy = (
+                "Nothing fires until it is taken over: resume (or enable) it to run it as the "
+                "deployment's own, with no owner, or change its job or args to make yourself "
+                "its owner."
+            )
+        elif schedule.owner_id is not None and access.schedule_owner_refusal(schedule):
+            remedy = (
+                f"Each slot is skipped and counted missed; it fires again at its next slot "
+                f"once its owner is active and holds {access.ADD_RUN}, or once someone who "
+                "may start runs changes its job or args (and so becomes its owner)."
+            )
+        else:
+            remedy = (
+                "Each slot is skipped and counted missed; it fires again at its next slot "
+                "once this is fixed."
+            )
+        return format_html("<strong>{}</strong>. {}", reason, remedy)
 
     @admin.display(description="next fires")
     def next_fires(self, schedule: Schedule) -> str:
@@ -115,6 +150,17 @@ class ScheduleColumns:
                 f"?schedule__id__exact={schedule.pk}",
             },
         )
+
+
+def parked_reason(schedule: Schedule) -> str:
+    """Why the scheduler fires nothing of ``schedule``, or "" when it fires.
+
+    Its ``problem`` as the last fire left it, or, for a row whose owner's user was deleted
+    and that has not come due since, that reason already.
+    """
+    if not schedule.problem and schedule.owner_removed and schedule.owner_id is None:
+        return access.OWNER_REMOVED
+    return schedule.problem
 
 
 def _moment(schedule: Schedule, moment: datetime | None) -> str:

@@ -66,6 +66,7 @@ class ScheduleAdmin(HistoryFromOperations, ScheduleColumns, ScheduleAdminBase):
     change_form_template = "admin/django_weft/schedule/change_form.html"
     readonly_fields = [
         "owner",
+        "parked_because",
         "plan",
         "state",
         "next_fires",
@@ -77,7 +78,7 @@ class ScheduleAdmin(HistoryFromOperations, ScheduleColumns, ScheduleAdminBase):
         *sorted(SCHEDULER_FIELDS - {"armed", "buffered_due"}),
     ]
     fieldsets = [
-        (None, {"fields": ["name", "job", "args", "enabled", "owner"]}),
+        (None, {"fields": ["name", "job", "args", "enabled", "owner", "parked_because"]}),
         ("When", {"fields": ["plan", "cron", "timezone", "every", "at", "next_fires"]}),
         (
             "Policies",
@@ -97,7 +98,6 @@ class ScheduleAdmin(HistoryFromOperations, ScheduleColumns, ScheduleAdminBase):
                     "last_error_message",
                     "last_run",
                     "missed",
-                    "problem",
                     "recent_runs",
                 ]
             },
@@ -198,13 +198,7 @@ class ScheduleAdmin(HistoryFromOperations, ScheduleColumns, ScheduleAdminBase):
                 lambda: operations.set_enabled_for(user, [schedule], enabled=enabled),
             )
             if count is not None:
-                self.message_user(
-                    request,
-                    "Resumed: armed from now; what it missed while paused is not made up."
-                    if enabled
-                    else "Paused: nothing fires until it is resumed.",
-                    messages.SUCCESS,
-                )
+                self.message_user(request, _toggled(schedule, enabled), messages.SUCCESS)
         return HttpResponseRedirect(self._change_url(schedule.pk))
 
     def _page_object(self, request: HttpRequest, object_id: str | None) -> Schedule | None:
@@ -243,6 +237,8 @@ class ScheduleAdmin(HistoryFromOperations, ScheduleColumns, ScheduleAdminBase):
         if obj is not None and editable:
             buttons = ["run-now"] if self.has_run_permission(request) else []
             buttons.append("pause" if obj.enabled else "resume")
+            if obj.enabled and obj.owner_removed:
+                buttons.append("resume")  # takes it over: *enable* un-parks it
         context["weft_buttons"] = [
             (
                 reverse(f"{site}:{_button_url_name(button)}", args=[quote(obj.pk)]),
@@ -379,6 +375,15 @@ class ScheduleAdmin(HistoryFromOperations, ScheduleColumns, ScheduleAdminBase):
         )
         if count is not None:
             self.message_user(request, f"Disabled {count} schedule(s).")
+
+
+def _toggled(schedule: Schedule, enabled: bool) -> str:
+    """What *pause* or *resume* did to ``schedule`` (as it was before)."""
+    if not enabled:
+        return "Paused: nothing fires until it is resumed."
+    if schedule.owner_removed:
+        return "Resumed as the deployment's own: armed from now; its runs have no owner."
+    return "Resumed: armed from now; what it missed while paused is not made up."
 
 
 def _button_url_name(button: str) -> str:

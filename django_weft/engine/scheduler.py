@@ -6,6 +6,12 @@ partial indexes), so its cost does not grow with the number of idle schedules.
 Across processes a row is claimed with ``SELECT ... FOR UPDATE SKIP LOCKED`` where the
 database has it, and always with a conditional update on ``next_due`` whose row count
 says who won; the unique constraint on (schedule, due) is the last line of defence.
+
+Every fire asks again whether the row's owner may start runs now (active, holding
+``add_run``: :mod:`django_weft.access`), for the whole batch in one query where Django's
+permissions decide. A row whose owner may not is parked as a row whose job is gone is:
+its slots are skipped and counted missed, the reason is its ``problem``, and
+``schedule_failed`` is sent once; its next slot asks again.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
+from django_weft import access
 from django_weft.conf import weft_settings
 from django_weft.engine import sql
 from django_weft.engine.schedules import job_and_args
@@ -45,8 +52,13 @@ logger = logging.getLogger("django_weft.scheduler")
 #: How many missed slots are counted, and at most made up, for one row in one tick.
 MISSED_LIMIT = 10_000
 CATCH_UP_LIMIT = 1_000
-#: How soon a one-off that could not fire (unknown job, invalid args) is looked at again.
+#: How soon a one-off that could not fire (unknown job, invalid args, an owner who may
+#: not start runs) is looked at again.
 PROBLEM_RETRY = timedelta(minutes=1)
+#: ``schedule_failed``'s ``error_type`` for a row that cannot fire: its job or args, its plan.
+UNSCHEDULABLE = "Unschedulable"
+#: ``schedule_failed``'s ``error_type`` for a row parked because of its owner.
+OWNER_MAY_NOT_START = "OwnerMayNotStart"
 
 
 @dataclass(frozen=True)
@@ -58,10 +70,12 @@ class Firing:
     next_due: datetime | None
     missed: int
     #: What ``missed`` grows by: the missed slots, and the slots of a periodic row that
-    #: cannot fire (its job is gone, its args no longer validate).
+    #: cannot fire (its job is gone, its args no longer validate, its owner may not start).
     added_missed: int
     buffered: datetime | None
     problem: str
+    #: ``schedule_failed``'s ``error_type`` when there is a ``problem``.
+    problem_type: str
     job: Job | None
     args: dict[str, Any]
 
@@ -165,7 +179,7 @@ class Scheduler:
                 **{name: getattr(row, name) for name in PLAN_FIELDS},
             ).update(armed=True, next_due=due, problem=problem)
             if won and problem:
-                self._report_problem(row, problem)
+                self._report_problem(row, problem, UNSCHEDULABLE)
             elif won:
                 logger.info("armed %s (%s): next due %s", row.name, row.describe_plan(), due)
         return bool(rows)
@@ -175,13 +189,18 @@ class Scheduler:
 
         The rows' next slots are written in one statement, and the runs of jobs that
         start in bulk (no concurrency limit, no state) are inserted in one statement and
-        recorded on their rows in one more; the other runs start one by one.
+        recorded on their rows in one more; the other runs start one by one. Whether the
+        rows' owners may start runs is asked once for the batch.
         """
         with transaction.atomic():
             due = Schedule.objects.due(now).select_related("owner")
             if connection.features.has_select_for_update_skip_locked:
                 due = due.select_for_update(skip_locked=True, of=("self",))
-            firings = [self._plan(row, now) for row in due[: self.batch_size]]
+            rows = list(due[: self.batch_size])
+            may_start = access.owners_who_may_start(
+                {row.owner for row in rows if row.owner is not None}
+            )
+            firings = [self._plan(row, now, may_start) for row in rows]
             won = self._move_on(firings)
             in_bulk: list[Firing] = []
             for firing in firings:
@@ -197,7 +216,7 @@ class Scheduler:
                         firing.next_due,
                     )
                 if firing.problem:
-                    self._report_problem(row, firing.problem)
+                    self._report_problem(row, firing.problem, firing.problem_type)
                 elif firing.job is not None and starts_in_bulk(firing.job):
                     in_bulk.append(firing)
                 else:
@@ -205,8 +224,11 @@ class Scheduler:
             self._start_in_bulk(in_bulk, now, changes)
         return bool(firings)
 
-    def _plan(self, row: Schedule, now: datetime) -> Firing:
-        """What firing ``row`` at ``now`` does, decided in Python before anything is written."""
+    def _plan(self, row: Schedule, now: datetime, may_start: set[Any]) -> Firing:
+        """What firing ``row`` at ``now`` does, decided in Python before anything is written.
+
+        ``may_start`` holds the pks of the batch's owners who may start runs now.
+        """
         decision = decide(
             row,
             now,
@@ -216,11 +238,15 @@ class Scheduler:
             else weft_settings.CATCH_UP_WINDOW,
         )
         fire, missed, buffered = self._apply_overlap(row, decision)
-        problem, job, args = "", None, row.args
-        try:
-            job, args = job_and_args(row)
-        except (UnknownJob, InvalidArgs) as error:
-            problem = str(error)
+        problem, problem_type, job, args = "", "", None, row.args
+        refusal = access.owner_refusal(row, may_start)
+        if refusal:
+            problem, problem_type = refusal, OWNER_MAY_NOT_START
+        else:
+            try:
+                job, args = job_and_args(row)
+            except (UnknownJob, InvalidArgs) as error:
+                problem, problem_type = str(error), UNSCHEDULABLE
         next_due = decision.next_due
         added = missed
         if problem:
@@ -231,7 +257,9 @@ class Scheduler:
                 next_due = now + PROBLEM_RETRY
             else:
                 added += len(fire)
-        return Firing(row, fire, next_due, missed, added, buffered, problem, job, args)
+        return Firing(
+            row, fire, next_due, missed, added, buffered, problem, problem_type, job, args
+        )
 
     @staticmethod
     def _move_on(firings: list[Firing]) -> set[int]:
@@ -345,13 +373,14 @@ class Scheduler:
         return [], missed + len(fire), buffered
 
     @staticmethod
-    def _report_problem(row: Schedule, problem: str) -> None:
+    def _report_problem(row: Schedule, problem: str, error_type: str) -> None:
+        """Log and signal a row's problem, once: not again while the problem stays the same."""
         if problem == row.problem:
             return
         logger.error("schedule %s cannot fire: %s", row.name, problem)
         transaction.on_commit(
             lambda: schedule_failed.send(
-                sender=Schedule, schedule=row, run=None, error_type="Unschedulable", message=problem
+                sender=Schedule, schedule=row, run=None, error_type=error_type, message=problem
             )
         )
 
@@ -404,10 +433,22 @@ def start_for_schedule(slot: Slot, job: Job, args: dict[str, Any], *, now: datet
 def run_now(schedule: Schedule, *, now: datetime) -> Run:
     """Start a run of ``schedule``'s job now, outside its plan (the admin's *run now*).
 
-    The args are validated again; the run's due is ``now``. The plan is untouched.
+    The run is the schedule owner's, so it is refused
+    (:class:`~django_weft.exceptions.StartRefused`) while that owner may not start runs,
+    as a fire would be. The args are validated again; the run's due is ``now``. The plan
+    is untouched.
     """
+    _refuse_for_owner(schedule)
     with transaction.atomic():
         return start_for_schedule(Slot(schedule, now), *job_and_args(schedule), now=now)
+
+
+def _refuse_for_owner(schedule: Schedule) -> None:
+    """Raise :class:`~django_weft.exceptions.StartRefused` while ``schedule``'s owner may
+    not start runs."""
+    refusal = access.schedule_owner_refusal(schedule)
+    if refusal:
+        raise StartRefused(f"schedule {schedule.name} does not start runs: {refusal}")
 
 
 def record_on_schedule(run: Run, now: datetime, changes: Changes) -> None:
@@ -437,6 +478,7 @@ def record_on_schedule(run: Run, now: datetime, changes: Changes) -> None:
     try:
         if not schedule.enabled:
             raise StartRefused("the schedule was disabled while the fire waited")
+        _refuse_for_owner(schedule)
         changes.run(start_for_schedule(Slot(schedule, due), *job_and_args(schedule), now=now).pk)
     except (UnknownJob, InvalidArgs, StartRefused, IntegrityError) as error:
         # The buffered slot is lost, not the outcome being recorded with it.

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -9,6 +9,9 @@ from django.db import models, transaction
 
 from django_weft.timing.cron import CronError, CronPlan, zone_from_name
 from django_weft.timing.plans import AtPlan, EveryPlan, Plan
+
+if TYPE_CHECKING:
+    from django.db.models.deletion import Collector
 
 #: What the scheduler keeps on a row. A full ``save()`` of a loaded row never writes
 #: these, so an instance read before the worker fired the row cannot roll them back.
@@ -74,6 +77,20 @@ class LastStatus(models.TextChoices):
     """The last run failed, was aborted or lost, or could not start."""
 
 
+def park_on_owner_delete(
+    collector: Collector, field: models.Field[Any, Any], sub_objs: Any, using: str
+) -> None:
+    """``Schedule.owner``'s ``on_delete``: the schedules of a deleted user stay, parked.
+
+    Their owner is set to NULL, as ``SET_NULL`` does, and ``owner_removed`` marks them,
+    so that a row which ran as someone is not taken for one that runs as no one (the
+    deployment's own): the scheduler fires nothing of it until someone takes it over.
+    """
+    removed = cast("models.Field[Any, Any]", field.model._meta.get_field("owner_removed"))
+    collector.add_field_update(field, None, sub_objs)
+    collector.add_field_update(removed, True, sub_objs)
+
+
 class ScheduleQuerySet(models.QuerySet["Schedule"]):
     def due(self, now: datetime) -> ScheduleQuerySet:
         """Armed rows whose next slot has come: the only rows a tick needs to read."""
@@ -86,8 +103,14 @@ class ScheduleQuerySet(models.QuerySet["Schedule"]):
         return self.filter(enabled=True, armed=False).order_by("pk")
 
     def enable(self) -> int:
-        """Switch rows on; like a row switched on in a form, each is armed from now."""
-        return self.filter(enabled=False).update(enabled=True, armed=False, next_due=None)
+        """Switch rows on; like a row switched on in a form, each is armed from now.
+
+        A row whose owner was removed is switched on too: it is taken over as the
+        deployment's own (no owner), and fires again from now.
+        """
+        return self.filter(models.Q(enabled=False) | models.Q(owner_removed=True)).update(
+            enabled=True, armed=False, next_due=None, owner_removed=False
+        )
 
     def next_due(self) -> datetime | None:
         first = (
@@ -116,8 +139,13 @@ class Schedule(models.Model):
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
-        on_delete=models.SET_NULL,
+        on_delete=park_on_owner_delete,
         related_name="weft_schedules",
+    )
+    owner_removed = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="Its owner's user was deleted: nothing fires until it is taken over.",
     )
     catch_up = models.CharField(max_length=16, choices=CatchUp.choices, default=CatchUp.SKIP)
     catch_up_window = models.DurationField(
@@ -219,11 +247,18 @@ class Schedule(models.Model):
         before a fire cannot roll back what the scheduler wrote since; a save naming
         ``update_fields`` writes those. Re-arming a row whose plan an UPDATE changes is
         the database's (the trigger of migration ``0003_rearm_triggers``), whoever writes.
+
+        A row given an owner is no longer one whose owner was removed: the new owner has
+        taken it over (``owner_removed`` is derived, and written with ``owner``).
         """
         self.validate_plan()
+        if self.owner_id is not None:
+            self.owner_removed = False
         full_update = not self._state.adding and not kwargs.get("force_insert")
         if full_update and not args and kwargs.get("update_fields") is None:
             kwargs["update_fields"] = self.edited_fields()
+        if "owner" in (kwargs.get("update_fields") or ()):
+            kwargs["update_fields"] = {*kwargs["update_fields"], "owner_removed"}
         super().save(*args, **kwargs)
 
     def edited_fields(self) -> list[str]:
