@@ -28,7 +28,7 @@ from django_weft.engine.worker import Worker
 from django_weft.exceptions import StartRefused
 from django_weft.live.changes import Changes
 from django_weft.models import Overlap, Run, RunStatus, Schedule
-from django_weft.testing import DrivenClock
+from django_weft.testing import DrivenClock, Rehearsal
 
 MINUTE = timedelta(minutes=1)
 HOUR = timedelta(hours=1)
@@ -75,17 +75,17 @@ def reactivate(someone: AbstractBaseUser) -> None:
 
 
 def test_fire_of_inactive_owner_is_skipped_parked_reported_once_and_resumes(
-    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]]
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal, failures: list[dict[str, Any]]
 ) -> None:
     """Deactivated after the 12:00 run: 13:00 to 15:00 start nothing, are counted missed,
     the row says why and the signal is heard once; reactivated, 16:00 runs as her."""
     alice = user("alice")
     row = hourly(alice)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert runs_of(row) == [(utc(12), alice.pk)]
 
     deactivate(alice)
-    clock.advance(3 * HOUR)
+    rehearsal.advance(3 * HOUR)
     parked = stored(row)
     assert runs_of(row) == [(utc(12), alice.pk)]
     assert parked.missed == 3
@@ -96,7 +96,7 @@ def test_fire_of_inactive_owner_is_skipped_parked_reported_once_and_resumes(
     ]
 
     reactivate(alice)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert runs_of(row) == [(utc(12), alice.pk), (utc(16), alice.pk)]
     assert stored(row).problem == ""
     assert stored(row).missed == 3
@@ -104,14 +104,14 @@ def test_fire_of_inactive_owner_is_skipped_parked_reported_once_and_resumes(
 
 
 def test_fire_of_owner_who_lost_add_run_is_parked_until_a_group_grants_it(
-    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]]
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal, failures: list[dict[str, Any]]
 ) -> None:
     """The permission is read again at each fire, from the user's own permissions and
     from their groups."""
     alice = user("alice")
     row = hourly(alice)
     alice.user_permissions.clear()
-    clock.advance(2 * HOUR)
+    rehearsal.advance(2 * HOUR)
     assert runs_of(row) == []
     assert stored(row).problem == "owner alice lacks django_weft.add_run"
     assert stored(row).missed == 2
@@ -120,22 +120,22 @@ def test_fire_of_owner_who_lost_add_run_is_parked_until_a_group_grants_it(
     starters = Group.objects.create(name="starters")
     starters.permissions.add(Permission.objects.get(codename="add_run"))
     alice.groups.add(starters)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert runs_of(row) == [(utc(14), alice.pk)]
     assert stored(row).problem == ""
 
 
 def test_reason_that_changes_is_reported_again(
-    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]]
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal, failures: list[dict[str, Any]]
 ) -> None:
     """Inactive, then active but without add_run: two reasons, two signals."""
     alice = user("alice")
     row = hourly(alice)
     deactivate(alice)
-    clock.advance(2 * HOUR)
+    rehearsal.advance(2 * HOUR)
     alice.user_permissions.clear()
     reactivate(alice)
-    clock.advance(2 * HOUR)
+    rehearsal.advance(2 * HOUR)
     assert runs_of(row) == []
     assert [f["message"] for f in failures] == [
         "owner alice is inactive",
@@ -144,29 +144,33 @@ def test_reason_that_changes_is_reported_again(
 
 
 def test_active_superuser_owner_fires_and_inactive_one_does_not(
-    clock: DrivenClock, worker: Worker
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal
 ) -> None:
     """A superuser needs no permission row; deactivated, it starts nothing either."""
     root = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
     row = hourly(root)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert runs_of(row) == [(utc(12), root.pk)]
 
     deactivate(root)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert runs_of(row) == [(utc(12), root.pk)]
     assert stored(row).problem == "owner root is inactive"
 
 
-def test_schedule_without_owner_fires_as_no_one(clock: DrivenClock, worker: Worker) -> None:
+def test_schedule_without_owner_fires_as_no_one(
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal
+) -> None:
     """A row made in code, a fixture or the shell has no owner and fires as before."""
     row = hourly(None)
-    clock.advance(2 * HOUR)
+    rehearsal.advance(2 * HOUR)
     assert runs_of(row) == [(utc(12), None), (utc(13), None)]
     assert stored(row).problem == ""
 
 
-def test_parked_rows_of_a_batch_leave_the_others_firing(clock: DrivenClock, worker: Worker) -> None:
+def test_parked_rows_of_a_batch_leave_the_others_firing(
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal
+) -> None:
     """In one batch, rows started one by one (a job with a concurrency limit) and in bulk
     (no limit): only the rows whose owners may start runs fire, each as its owner."""
     alice, bob, carol = user("alice"), user("bob"), user("carol")
@@ -180,7 +184,7 @@ def test_parked_rows_of_a_batch_leave_the_others_firing(clock: DrivenClock, work
             ("one", {"job": "tests.one_per_owner", "args": {"label": "x"}}),
         )
     }
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     fired = {key for key, row in rows.items() if runs_of(row)}
     assert fired == {("alice", "bulk"), ("alice", "one")}
     assert runs_of(rows["alice", "one"]) == [(utc(12), alice.pk)]
@@ -193,14 +197,14 @@ def test_parked_rows_of_a_batch_leave_the_others_firing(clock: DrivenClock, work
 
 
 def test_one_off_of_parked_owner_is_looked_at_every_minute_and_fires_with_its_due(
-    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]]
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal, failures: list[dict[str, Any]]
 ) -> None:
     """A one-off has no next slot: it waits, uncounted, and fires with its own due once
     its owner may start runs again."""
     alice = user("alice")
     deactivate(alice)
     row = Schedule.objects.create(name="once", job="tests.noop", at=utc(12), owner=alice)
-    clock.advance(HOUR + 10 * MINUTE)
+    rehearsal.advance(HOUR + 10 * MINUTE)
     parked = stored(row)
     assert runs_of(row) == []
     assert parked.problem == "owner alice is inactive"
@@ -210,7 +214,7 @@ def test_one_off_of_parked_owner_is_looked_at_every_minute_and_fires_with_its_du
     assert len(failures) == 1
 
     reactivate(alice)
-    clock.advance(2 * MINUTE)
+    rehearsal.advance(2 * MINUTE)
     assert runs_of(row) == [(utc(12), alice.pk)]
     assert stored(row).problem == ""
 
@@ -239,7 +243,7 @@ def test_buffered_fire_of_owner_deactivated_while_it_waits_is_dropped() -> None:
 
 
 @pytest.mark.django_db
-def test_run_now_of_parked_owner_is_refused_and_starts_nothing(requests_on_clock: None) -> None:
+def test_run_now_of_parked_owner_is_refused_and_starts_nothing(rehearsal: Rehearsal) -> None:
     """*Run now* starts the run as the schedule's owner: refused while that owner may not
     start runs, whoever presses it."""
     root = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
@@ -259,13 +263,13 @@ def test_run_now_of_parked_owner_is_refused_and_starts_nothing(requests_on_clock
 
 
 def test_deleting_the_owner_parks_the_schedule_and_its_fires(
-    clock: DrivenClock, worker: Worker, failures: list[dict[str, Any]]
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal, failures: list[dict[str, Any]]
 ) -> None:
     """The row stays, without owner and marked ``owner_removed``; its fires start nothing
     (not even as no one), are counted, and are reported once."""
     alice = user("alice")
     row = hourly(alice)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     get_user_model().objects.filter(pk=alice.pk).delete()
 
     orphan = stored(row)
@@ -273,7 +277,7 @@ def test_deleting_the_owner_parks_the_schedule_and_its_fires(
     assert orphan.owner_removed is True
     assert runs_of(row) == [(utc(12), None)]  # the past run stays, its owner gone too
 
-    clock.advance(3 * HOUR)
+    rehearsal.advance(3 * HOUR)
     orphan = stored(row)
     assert runs_of(row) == [(utc(12), None)]
     assert orphan.problem == access.OWNER_REMOVED == "owner was removed"
@@ -284,27 +288,27 @@ def test_deleting_the_owner_parks_the_schedule_and_its_fires(
 
 
 def test_schedule_of_removed_owner_enabled_again_fires_as_no_one(
-    clock: DrivenClock, worker: Worker, requests_on_clock: None
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal
 ) -> None:
     """*Enable* takes it over as the deployment's own: armed from now, fired without owner."""
     root = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
     alice = user("alice")
     row = hourly(alice)
     alice.delete()
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert stored(row).problem == "owner was removed"
 
     assert operations.set_enabled_for(root, [stored(row)], enabled=True) == 1
     taken = stored(row)
     assert taken.owner_removed is False
     assert taken.armed is False
-    clock.advance(HOUR + MINUTE)  # armed at 12:00, its grid from there
+    rehearsal.advance(HOUR + MINUTE)  # armed at 12:00, its grid from there
     assert runs_of(row) == [(utc(13), None)]
     assert stored(row).problem == ""
 
 
 def test_schedule_of_removed_owner_taken_over_by_an_edit_of_what_it_runs(
-    clock: DrivenClock, worker: Worker, requests_on_clock: None
+    clock: DrivenClock, worker: Worker, rehearsal: Rehearsal
 ) -> None:
     """An edit of its job or args makes the editor its owner, as for anyone's schedule:
     it fires again, as the editor."""
@@ -316,7 +320,7 @@ def test_schedule_of_removed_owner_taken_over_by_an_edit_of_what_it_runs(
     operations.edit_schedule_for(bob, stored(row), {"args": {"label": "b"}})
     taken = stored(row)
     assert (taken.owner_id, taken.owner_removed) == (bob.pk, False)
-    clock.advance(HOUR)
+    rehearsal.advance(HOUR)
     assert runs_of(row) == [(utc(12), bob.pk)]
 
 
