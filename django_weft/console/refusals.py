@@ -101,6 +101,29 @@ def refusing_form(request: HttpRequest, form_class: type[FormT]) -> type[FormT]:
     return cast(type[FormT], type(form_class.__name__, (form_class,), {"clean": clean}))
 
 
+class RefusalsOnTheForm:
+    """A ``ModelAdmin``'s add and change pages, when the service layer refuses a save:
+    the form again, as typed, with the refusal on it (list it before ``ModelAdmin``)."""
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        parent: Any = super()
+        return show_refusals(
+            request, lambda: parent.changeform_view(request, object_id, form_url, extra_context)
+        )
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        parent: Any = super()
+        return refusing_form(request, parent.get_form(request, obj, change, **kwargs))
+
+
 def add_refusal(form: forms.BaseForm, refusal: Refusal) -> None:
     """Put ``refusal`` on ``form``: each field it names on that field ("args.text" on
     args, naming text), the others and the refusal without fields above the form."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
@@ -49,7 +48,9 @@ else:
 SCHEDULE_BUTTONS = {"run-now": "Run now", "pause": "Pause", "resume": "Resume"}
 
 
-class ScheduleAdmin(HistoryFromOperations, ScheduleColumns, ScheduleAdminBase):
+class ScheduleAdmin(
+    refusals.RefusalsOnTheForm, HistoryFromOperations, ScheduleColumns, ScheduleAdminBase
+):
     list_display = [
         "name",
         "job_name",
@@ -251,27 +252,6 @@ class ScheduleAdmin(HistoryFromOperations, ScheduleColumns, ScheduleAdminBase):
         context["weft_fires_url"] = fires_url if editable else ""
         context["weft_args_url"] = args_url if editable else ""
         return super().render_change_form(request, context, add, change, form_url, obj)
-
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        """The add and change pages; a save the service layer refuses shows its form again,
-        as typed, with the refusal on it."""
-        return refusals.show_refusals(
-            request,
-            lambda: super(ScheduleAdmin, self).changeform_view(
-                request, object_id, form_url, extra_context
-            ),
-        )
-
-    def get_form(
-        self, request: HttpRequest, obj: Schedule | None = None, change: bool = False, **kwargs: Any
-    ) -> type[forms.ModelForm[Schedule]]:
-        return refusals.refusing_form(request, super().get_form(request, obj, change, **kwargs))
 
     def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
         """Through the service layer: who may write, and who the schedule runs as.

@@ -76,7 +76,7 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
         return format_html("<pre class='weft-module-source'>{}</pre>", revision.source)
 
 
-class ModuleAdmin(ModuleAdminBase):
+class ModuleAdmin(refusals.RefusalsOnTheForm, ModuleAdminBase):
     form = ModuleForm
     list_display = ["name", "owner", "revision", "runs", "grants", "updated_at"]
     search_fields = ["name"]
@@ -103,27 +103,6 @@ class ModuleAdmin(ModuleAdminBase):
         return [] if obj is None else [ModuleRevisionInline]
 
     # -- saves and deletes ------------------------------------------------------------------
-
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        """The add and change pages; a save the service layer refuses shows its form again,
-        as typed, with the refusal on it."""
-        return refusals.show_refusals(
-            request,
-            lambda: super(ModuleAdmin, self).changeform_view(
-                request, object_id, form_url, extra_context
-            ),
-        )
-
-    def get_form(
-        self, request: HttpRequest, obj: Module | None = None, change: bool = False, **kwargs: Any
-    ) -> type[forms.ModelForm[Module]]:
-        return refusals.refusing_form(request, super().get_form(request, obj, change, **kwargs))
 
     def save_model(self, request: HttpRequest, obj: Module, form: Any, change: bool) -> None:
         """Through the service layer: who may save, what may be granted, what is approved."""
