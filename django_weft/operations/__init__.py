@@ -24,6 +24,11 @@ Every checked call that changes something puts it on record (:func:`record`): wh
 what, and through which entry point (:func:`entry_point`), in the same transaction as the
 change. A refused call, or one that changes nothing (an abort asked again, a pause of a
 paused queue), leaves no record.
+
+Callers import from here (``operations.start_for``): the modules behind it split the
+layer by what it acts on (``runs``, ``schedules``, ``queues``, ``modules``,
+``documents``), with ``base`` for what every checked call uses and ``refusals`` for how
+a refusal is described. It is one layer and one front door, in small rooms.
 """
 
 from __future__ import annotations
