@@ -1,10 +1,14 @@
 """Who may do what, through every entry point: one matrix, asserted on the real endpoints.
 
 For each entry point (the admin, the REST API, the live socket, the Python service layer),
-each principal (signed out, a guest, the owner of the run and schedule, view-only staff,
-an operator) and each operation (see a run, start, abort, run a schedule now, edit a
-schedule, edit a document), the expected outcome is in ``EXPECTED`` and each cell is a
-test that does it for real and looks at what happened in the database. The rules are in
+each principal (signed out, a guest, the owner of the run, schedule and module, another
+user who owns runs and schedules of their own, view-only staff, an operator, change-only
+staff, a module manager, a superuser, a deactivated user) and each operation (see a run,
+start, abort, run a schedule now, edit a schedule, edit a document, save and approve a
+stored module, pause and resume a queue), the expected outcome is in ``RULES`` (narrowed
+per entry point by ``NARROWER``) and each cell is a test that does it for real and looks
+at what happened in the database. The API and the socket have no module or queue
+endpoints: those cells are ``n/a``, and the test shows there is no such endpoint. The rules are in
 one place (django_weft.operations); this is what makes sure no entry point has its own.
 """
 
@@ -17,7 +21,10 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
+from channels.auth import AuthMiddlewareStack
+from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser, Permission
 from django.test import Client
@@ -26,55 +33,121 @@ from rest_framework.test import APIClient
 from django_weft import operations
 from django_weft.exceptions import Forbidden
 from django_weft.live import projections
-from django_weft.models import Document, Run, RunStatus, Schedule
+from django_weft.models import Document, Module, PausedQueue, Run, RunStatus, Schedule
 from django_weft.operations import open_document, start
+from django_weft.sandbox.modules import save_module
 from django_weft.sockets.consumers import RunsConsumer
+from django_weft.timing import clocks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PRINCIPALS = ("anonymous", "guest", "owner", "viewer", "operator")
+PRINCIPALS = (
+    "anonymous",
+    "guest",
+    "owner",
+    "other_owner",
+    "viewer",
+    "operator",
+    "change_only",
+    "module_manager",
+    "superuser",
+    "deactivated",
+)
 ENTRIES = ("admin", "api", "socket", "python")
-OPERATIONS = ("see", "start", "abort", "run_now", "edit_schedule", "edit_document")
+OPERATIONS = (
+    "see",
+    "start",
+    "abort",
+    "run_now",
+    "edit_schedule",
+    "edit_document",
+    "save_module",
+    "approve_module",
+    "pause_queue",
+    "resume_queue",
+)
+#: Operations on objects the API and the socket have no endpoint for.
+NO_ENDPOINT = ("save_module", "approve_module", "pause_queue", "resume_queue")
 
 #: What each principal may do, wherever it asks: full/guest (a view), yes, or no.
-RULES = {
+RULES: dict[str, dict[str, str]] = {
     "see": {
         "anonymous": "no",
         "guest": "guest",
         "owner": "full",
+        "other_owner": "guest",
         "viewer": "full",
         "operator": "full",
+        "change_only": "guest",
+        "module_manager": "guest",
+        "superuser": "full",
+        "deactivated": "no",
     },
-    "start": {"anonymous": "no", "guest": "no", "owner": "yes", "viewer": "no", "operator": "yes"},
-    "abort": {"anonymous": "no", "guest": "no", "owner": "yes", "viewer": "no", "operator": "yes"},
-    "run_now": {
-        "anonymous": "no",
-        "guest": "no",
+    "start": {
+        **dict.fromkeys(PRINCIPALS, "no"),
         "owner": "yes",
-        "viewer": "no",
+        "other_owner": "yes",
         "operator": "yes",
+        "superuser": "yes",
+    },
+    "abort": {
+        **dict.fromkeys(PRINCIPALS, "no"),
+        "owner": "yes",
+        "operator": "yes",
+        "change_only": "yes",
+        "superuser": "yes",
+    },
+    # Run now needs add_run besides the schedule's owner or change_schedule.
+    "run_now": {
+        **dict.fromkeys(PRINCIPALS, "no"),
+        "owner": "yes",
+        "operator": "yes",
+        "superuser": "yes",
     },
     "edit_schedule": {
-        "anonymous": "no",
-        "guest": "no",
+        **dict.fromkeys(PRINCIPALS, "no"),
         "owner": "yes",
-        "viewer": "no",
         "operator": "yes",
+        "change_only": "yes",
+        "superuser": "yes",
     },
     # Documents change one revision at a time through code, never through an entry point.
     "edit_document": dict.fromkeys(PRINCIPALS, "no"),
+    # A module is its owner's: its owner or manage_module (change_module alone is not enough).
+    "save_module": {
+        **dict.fromkeys(PRINCIPALS, "no"),
+        "owner": "yes",
+        "module_manager": "yes",
+        "superuser": "yes",
+    },
+    "approve_module": {
+        **dict.fromkeys(PRINCIPALS, "no"),
+        "owner": "yes",
+        "module_manager": "yes",
+        "superuser": "yes",
+    },
+    # A pause stops everyone's runs: pause_queue only.
+    "pause_queue": {**dict.fromkeys(PRINCIPALS, "no"), "superuser": "yes"},
+    "resume_queue": {**dict.fromkeys(PRINCIPALS, "no"), "superuser": "yes"},
 }
 
 #: Where an entry point narrows the rules: the admin is for staff (the owner is not), and
 #: starts runs only from schedules; the socket starts and aborts runs, nothing else; the
 #: service layer has no document edit (documents are changed by code, see documents.py).
 NARROWER = {
+    **{("admin", operation, "owner"): "no" for operation in OPERATIONS},
+    **{("admin", operation, "other_owner"): "no" for operation in OPERATIONS},
     ("admin", "see", "guest"): "no",
-    ("admin", "see", "owner"): "no",
-    ("admin", "abort", "owner"): "no",
-    ("admin", "run_now", "owner"): "no",
-    ("admin", "edit_schedule", "owner"): "no",
+    ("admin", "see", "module_manager"): "no",
     **{("admin", "start", who): "no" for who in PRINCIPALS},
+    **{
+        (entry, op, who): "n/a"
+        for entry in ("api", "socket")
+        for op in NO_ENDPOINT
+        for who in PRINCIPALS
+    },
+    # Signed out or deactivated, the socket is closed before any frame, n/a or not.
+    **{("socket", op, who): "no" for op in NO_ENDPOINT for who in ("anonymous", "deactivated")},
     **{("socket", "run_now", who): "no" for who in PRINCIPALS},
     **{("socket", "edit_schedule", who): "no" for who in PRINCIPALS},
 }
@@ -99,10 +172,33 @@ class World:
     run: Run
     schedule: Schedule
     document: Document
+    module: Module
 
 
-def make_user(name: str, *codenames: str, staff: bool = False) -> Any:
-    user = get_user_model().objects.create_user(name, password="pw", is_staff=staff)
+SOURCE = "def default():\n    return 'old'\n"
+
+#: Everything django-weft has a permission for, for the deactivated user.
+EVERYTHING = (
+    "view_run",
+    "add_run",
+    "change_run",
+    "view_schedule",
+    "add_schedule",
+    "change_schedule",
+    "delete_schedule",
+    "view_document",
+    "change_document",
+    "view_module",
+    "change_module",
+    "manage_module",
+    "pause_queue",
+)
+
+
+def make_user(name: str, *codenames: str, staff: bool = False, superuser: bool = False) -> Any:
+    user = get_user_model().objects.create_user(
+        name, password="pw", is_staff=staff or superuser, is_superuser=superuser
+    )
     for codename in codenames:
         user.user_permissions.add(Permission.objects.get(codename=codename))
     return get_user_model().objects.get(pk=user.pk)
@@ -129,13 +225,46 @@ def world() -> World:
             "change_document",
             staff=True,
         ),
+        "other_owner": make_user("other", "add_run", "add_schedule", "add_module"),
+        "change_only": make_user(
+            "changer", "change_run", "change_schedule", "change_module", staff=True
+        ),
+        "module_manager": make_user(
+            "manager", "view_module", "change_module", "manage_module", staff=True
+        ),
+        "superuser": make_user("root", superuser=True),
+        # Signed in (force_login, a socket's scope) while active, then deactivated.
+        "deactivated": make_user("gone", *EVERYTHING, superuser=True),
     }
     run = start("tests.private", {"label": "mine", "secret": "s3cret"}, owner=owner)
     schedule = Schedule.objects.create(
         name="nightly", job="tests.noop", cron="0 3 * * *", timezone="UTC", owner=owner
     )
+    other = users["other_owner"]
+    start("tests.private", {"label": "theirs", "secret": "other"}, owner=other)
+    Schedule.objects.create(
+        name="theirs", job="tests.noop", cron="0 3 * * *", timezone="UTC", owner=other
+    )
+    save_module(Module(name="theirs", source=SOURCE, grants=[], owner=other))
     document = open_document("shell:entries", schema="shell.entries", initial=lambda: {"n": 0})
-    return World(users, run, schedule, document)
+    module = save_module(Module(name="mine", source=SOURCE, grants=[], owner=owner))
+    # Revision 2, by someone else: it waits for the owner's (or a manager's) approval.
+    waiting = Module.objects.get(pk=module.pk)
+    waiting.source = SOURCE.replace("old", "new")
+    operations.save_module_for(users["module_manager"], waiting)
+    module = Module.objects.get(pk=module.pk)
+    PausedQueue.objects.create(queue="held", paused_at=clocks.now())
+    return World(users, run, schedule, document, module)
+
+
+def signed_in_then_deactivated(client: Client, user: Any) -> None:
+    """``client`` signed in as ``user``; a deactivated user signed in while still active."""
+    if user.username == "gone":
+        client.force_login(user)
+        get_user_model().objects.filter(pk=user.pk).update(is_active=False)
+        user.is_active = False
+    elif user.is_authenticated:
+        client.force_login(user)
 
 
 # -- what happened, read from the database -----------------------------------------------------
@@ -158,6 +287,23 @@ def started(world: World) -> bool:
     return Run.objects.filter(job="tests.noop").exists()
 
 
+def module_saved(world: World) -> bool:
+    return Module.objects.get(pk=world.module.pk).revision > 2
+
+
+def module_approved(world: World) -> bool:
+    module = Module.objects.select_related("approved").get(pk=world.module.pk)
+    return module.approved is not None and module.approved.revision == 2
+
+
+def queue_paused(world: World) -> bool:
+    return PausedQueue.objects.filter(queue="mail").exists()
+
+
+def queue_resumed(world: World) -> bool:
+    return not PausedQueue.objects.filter(queue="held").exists()
+
+
 def document_edited(world: World) -> bool:
     return Document.objects.get(pk=world.document.pk).data != {"n": 0}
 
@@ -172,9 +318,13 @@ def view_of(data: dict[str, Any]) -> str:
 
 def through_api(world: World, operation: str, user: Any) -> str:
     client = APIClient()
-    if user.is_authenticated:
-        client.force_authenticate(user)
+    signed_in_then_deactivated(client, user)
     run, schedule = world.run, world.schedule
+    if operation in NO_ENDPOINT:
+        # No module or queue endpoint: whatever is asked, nothing answers but a 404.
+        for address in ("/api/weft/modules/", "/api/weft/queues/"):
+            assert client.post(address, {"name": "mail"}, format="json").status_code == 404
+        return "n/a"
     if operation == "see":
         response = client.get(f"/api/weft/runs/{run.pk}/")
         return view_of(response.json()) if response.status_code == 200 else "no"
@@ -199,10 +349,22 @@ def through_api(world: World, operation: str, user: Any) -> str:
 
 def through_admin(world: World, operation: str, user: Any) -> str:
     client = Client()
-    if user.is_authenticated:
-        client.force_login(user)
+    signed_in_then_deactivated(client, user)
     run, schedule = world.run, world.schedule
     runs, schedules = "/admin/django_weft/run/", "/admin/django_weft/schedule/"
+    modules, overview = "/admin/django_weft/module/", "/admin/django_weft/overview/"
+    if operation == "save_module":
+        client.post(f"{modules}{world.module.pk}/change/", module_form(world.module))
+        return "yes" if module_saved(world) else "no"
+    if operation == "approve_module":
+        client.post(f"{modules}{world.module.pk}/approve/2/")
+        return "yes" if module_approved(world) else "no"
+    if operation == "pause_queue":
+        client.post(f"{overview}queues/pause/", {"queue": "mail"})
+        return "yes" if queue_paused(world) else "no"
+    if operation == "resume_queue":
+        client.post(f"{overview}queues/resume/", {"queue": "held"})
+        return "yes" if queue_resumed(world) else "no"
     if operation == "see":
         response = client.get(f"{runs}{run.pk}/change/")
         if response.status_code != 200:
@@ -225,13 +387,40 @@ def through_admin(world: World, operation: str, user: Any) -> str:
     return "yes" if document_edited(world) else "no"
 
 
+def module_form(module: Module) -> dict[str, str]:
+    """The module's change page POST: new source, and the history's read-only inline rows."""
+    revisions = list(module.revisions.order_by("-revision"))
+    data = {
+        "name": module.name,
+        "source": SOURCE.replace("old", "edited"),
+        "grants": "[]",
+        "revisions-TOTAL_FORMS": str(len(revisions)),
+        "revisions-INITIAL_FORMS": str(len(revisions)),
+        "revisions-MIN_NUM_FORMS": "0",
+        "revisions-MAX_NUM_FORMS": "1000",
+    }
+    for index, revision in enumerate(revisions):
+        data[f"revisions-{index}-id"] = str(revision.pk)
+        data[f"revisions-{index}-module"] = str(module.pk)
+    return data
+
+
 def through_socket(world: World, operation: str, user: Any) -> str:
     return async_to_sync(_socket)(world, operation, user)
 
 
 async def _socket(world: World, operation: str, user: Any) -> str:
-    communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
-    communicator.scope["user"] = user
+    if user.is_authenticated and user.username == "gone":
+        # As a browser would: the session of a sign-in made while active, read by
+        # channels' own auth middleware after the account is deactivated.
+        cookie = await signed_in_cookie(user)
+        application = AuthMiddlewareStack(RunsConsumer.as_asgi())
+        communicator = WebsocketCommunicator(
+            application, "/ws/weft/runs/", headers=[(b"cookie", cookie)]
+        )
+    else:
+        communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
+        communicator.scope["user"] = user
     await communicator.connect(timeout=10)
     first = await communicator.receive_output(timeout=10)
     if first["type"] == "websocket.close":
@@ -247,17 +436,36 @@ async def _socket(world: World, operation: str, user: Any) -> str:
             "run_now": {"type": "run_now", "schedule": world.schedule.pk},
             "edit_schedule": {"type": "edit_schedule", "schedule": world.schedule.pk},
             "edit_document": {"type": "change_document", "key": "shell:entries"},
+            **{
+                name: {"type": name, "module": world.module.pk, "queue": "mail"}
+                for name in NO_ENDPOINT
+            },
         }
         await communicator.send_json_to(frames[operation])
         reply = await communicator.receive_json_from(timeout=10)
         while reply["type"] in ("run", "state", "live"):
             reply = await communicator.receive_json_from(timeout=10)
+        if operation in NO_ENDPOINT:
+            # No such frame: it is answered with an error, and nothing is done.
+            assert reply["type"] == "error"
+            return "n/a"
         return "no" if reply["type"] == "error" else "yes"
     finally:
         await communicator.disconnect()
 
 
+@database_sync_to_async
+def signed_in_cookie(user: Any) -> bytes:
+    client = Client()
+    signed_in_then_deactivated(client, user)
+    name = settings.SESSION_COOKIE_NAME
+    return f"{name}={client.cookies[name].value}".encode()
+
+
 def through_python(world: World, operation: str, user: Any) -> str:
+    if user.is_authenticated and user.username == "gone":
+        get_user_model().objects.filter(pk=user.pk).update(is_active=False)
+        user = get_user_model().objects.get(pk=user.pk)
     try:
         if operation == "see":
             return projections.run_for(user, world.run) and view_of(
@@ -271,6 +479,16 @@ def through_python(world: World, operation: str, user: Any) -> str:
             operations.run_now_for(user, world.schedule)
         elif operation == "edit_schedule":
             operations.edit_schedule_for(user, world.schedule, {"cron": "0 4 * * *"})
+        elif operation == "save_module":
+            module = Module.objects.get(pk=world.module.pk)
+            module.source = SOURCE.replace("old", "edited")
+            operations.save_module_for(user, module)
+        elif operation == "approve_module":
+            operations.approve_module_for(user, world.module, 2)
+        elif operation == "pause_queue":
+            operations.pause_queue_for(user, "mail")
+        elif operation == "resume_queue":
+            operations.resume_queue_for(user, "held")
     except Forbidden:
         return "no"
     return "yes"
@@ -287,7 +505,7 @@ THROUGH = {
 @pytest.mark.parametrize(("entry", "operation", "principal"), CELLS)
 def test_permission_matrix(world: World, entry: str, operation: str, principal: str) -> None:
     """Each cell: the real entry point allows exactly what the rules say, nothing more."""
-    if entry == "python" and operation == "see" and principal == "anonymous":
+    if entry == "python" and operation == "see" and principal in ("anonymous", "deactivated"):
         # The service layer shows a signed-out caller the guest view; it is the socket
         # and the API that keep signed-out visitors out (WEFT_LIVE_ALLOW_ANONYMOUS).
         assert through_python(world, operation, world.users[principal]) == "guest"
@@ -299,6 +517,10 @@ def test_permission_matrix(world: World, entry: str, operation: str, principal: 
         assert not (ran_now(world))
         assert not (started(world))
         assert not (document_edited(world))
+        assert not (module_saved(world))
+        assert not (module_approved(world))
+        assert not (queue_paused(world))
+        assert not (queue_resumed(world))
         if operation != "edit_schedule" or entry != "admin":
             assert Schedule.objects.get(pk=world.schedule.pk).cron == "0 3 * * *"
 

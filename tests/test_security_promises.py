@@ -1,0 +1,262 @@
+"""docs/security.md, sentence by sentence: every promise it makes names the test that fails
+when it breaks.
+
+``PROMISES`` maps an excerpt of each promise sentence to a test (``path::function``; for a
+parametrized test, its function). The tests below check that every named test exists and
+that every sentence of the page's prose (code blocks, tables and headings aside) holding a
+promise word is in the table, or in ``NOT_PROMISES`` (pointers to tests and advice to the
+reader, which promise nothing of the code's).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "security.md"
+
+PROMISE_WORDS = (
+    "never",
+    "only",
+    "must",
+    "cannot",
+    "may not",
+    "refused",
+    "needs",
+    "is recorded",
+    "closes",
+)
+
+MODULES = "tests/sandbox/test_module_permissions.py"
+AUDIT = "tests/test_audit.py"
+CONSOLE_AUDIT = "tests/console/test_audit.py"
+VISIBILITY = "tests/console/test_console_visibility.py"
+MATRIX = "tests/test_permissions.py"
+
+#: (an excerpt of the promise sentence, the test that fails when it breaks)
+PROMISES: list[tuple[str, str]] = [
+    (
+        "A refusal raises `django_weft.exceptions.Forbidden`, naming the permission",
+        f"{MATRIX}::test_creating_a_schedule_needs_the_right_to_start_runs",
+    ),
+    (
+        "A refusal raises `django_weft.exceptions.Forbidden`, naming the permission",
+        f"{MATRIX}::test_pausing_a_queue_needs_its_permission",
+    ),
+    (
+        "changing a schedule's job or args makes the editor its owner",
+        f"{MATRIX}::test_a_changed_job_makes_the_editor_the_owner",
+    ),
+    (
+        "*Run now* of such a schedule is refused with the reason",
+        "tests/engine/test_fire_permissions.py::test_run_now_of_parked_owner_is_refused_and_starts_nothing",
+    ),
+    (
+        "A schedule that never had an owner (made in code) fires as no one",
+        "tests/engine/test_fire_permissions.py::test_schedule_without_owner_fires_as_no_one",
+    ),
+    (
+        "The owner is never typed in",
+        "tests/api/test_api.py::test_create_schedule_ignores_an_owner_in_the_body",
+    ),
+    (
+        "The owner is never typed in",
+        f"{MODULES}::test_admin_module_add_sets_the_owner_and_refuses_a_grant",
+    ),
+    (
+        "Only its owner, or a user with `manage_module`, changes its source",
+        f"{MODULES}::test_module_change_module_alone_cannot_change_someone_elses",
+    ),
+    (
+        "Only its owner, or a user with `manage_module`, changes its source",
+        f"{MODULES}::test_module_approval_needs_owner_or_manager",
+    ),
+    (
+        "Only its owner, or a user with `manage_module`, changes its source",
+        f"{MODULES}::test_module_delete_needs_owner_or_manager",
+    ),
+    (
+        "Only its owner, or a user with `manage_module`, changes its source",
+        f"{MATRIX}::test_permission_matrix",
+    ),
+    (
+        "`change_module` alone opens the admin's form, and its save is refused",
+        f"{MODULES}::test_admin_module_change_only_staff_is_refused_on_the_form",
+    ),
+    (
+        "A module without an owner (one stored before owners existed)",
+        f"{MODULES}::test_module_without_owner_is_changed_only_by_managers",
+    ),
+    (
+        "whose grants go beyond the approved revision's needs `grant_host_function`",
+        f"{MODULES}::test_module_grant_needs_grant_host_function",
+    ),
+    (
+        "whose grants go beyond the approved revision's needs `grant_host_function`",
+        f"{MODULES}::test_module_approving_a_grant_needs_grant_host_function",
+    ),
+    (
+        "A run has only the approved revision's grants.",
+        f"{MODULES}::test_module_run_has_only_the_approved_revisions_grants",
+    ),
+    (
+        "An unknown grant is refused naming only it",
+        f"{MODULES}::test_module_unknown_grant_names_only_it",
+    ),
+    (
+        "`add_run` starts `weft.module` only for a module the run's owner owns",
+        f"{MODULES}::test_module_start_needs_the_right_to_use_it",
+    ),
+    (
+        "`add_run` starts `weft.module` only for a module the run's owner owns",
+        f"{MODULES}::test_module_schedule_needs_the_right_to_use_it",
+    ),
+    (
+        "A signed-in user who is not a run's owner sees the guest view",
+        "tests/api/test_api.py::test_retrieve_owner_and_guest_views",
+    ),
+    (
+        "A signed-in user who is not a run's owner sees the guest view",
+        "tests/sockets/test_consumers.py::test_consumer_owner_sees_output_guest_sees_phase",
+    ),
+    (
+        "Refused starts and aborts get an error naming the permission, and write nothing.",
+        "tests/sockets/test_consumers.py::test_consumer_guest_start_and_abort_are_refused",
+    ),
+    (
+        "Refused starts and aborts get an error naming the permission, and write nothing.",
+        "tests/api/test_api.py::test_guest_may_not_abort_someone_elses_run",
+    ),
+    (
+        "is shown in full only to whoever sees the run in full",
+        f"{VISIBILITY}::test_console_run_state_document_is_shown_as_the_run_is",
+    ),
+    (
+        "they cannot search, filter or sort by either",
+        f"{VISIBILITY}::test_console_run_search_reads_private_fields_only_of_runs_seen_in_full",
+    ),
+    (
+        "they cannot search, filter or sort by either",
+        f"{VISIBILITY}::test_console_run_filters_read_only_what_a_guest_sees",
+    ),
+    (
+        "they cannot search, filter or sort by either",
+        f"{VISIBILITY}::test_console_document_list_columns_and_filters_follow_the_viewer",
+    ),
+    (
+        "`view_run` and `view_schedule` show everything in full",
+        f"{MATRIX}::test_permission_matrix",
+    ),
+    (
+        "a view-only user who posts an action gets its refusal, not its effect",
+        f"{MATRIX}::test_permission_matrix",
+    ),
+    (
+        "`ALLOWED_HOSTS` wildcards admit no other origin",
+        "tests/sockets/test_origins.py::test_origin_allowed_hosts_wildcards_admit_no_other_origin",
+    ),
+    (
+        "Whatever a client sends over the socket is answered with an `error`",
+        "tests/sockets/test_socket_safety.py::test_hostile_frames_get_an_error_frame_and_the_socket_lives",
+    ),
+    (
+        "The API's root, which only lists addresses, answers everyone.",
+        "tests/api/test_api_discovery.py::test_api_root_lists_every_endpoint_for_anyone",
+    ),
+    (
+        "A JSON body nested more than 64 arrays and objects deep",
+        "tests/api/test_api_input.py::test_api_start_nested_100000_deep_is_a_400_naming_the_limit",
+    ),
+    (
+        "That is a weft audit record, listed read-only in the console",
+        f"{CONSOLE_AUDIT}::test_console_audit_list_needs_the_view_permission",
+    ),
+    (
+        "That is a weft audit record, listed read-only in the console",
+        f"{CONSOLE_AUDIT}::test_console_run_history_lists_the_abort",
+    ),
+    (
+        "A refused or rolled-back action leaves no record",
+        f"{AUDIT}::test_audit_refused_actions_leave_no_record",
+    ),
+    (
+        "A refused or rolled-back action leaves no record",
+        f"{AUDIT}::test_audit_record_is_rolled_back_with_its_action",
+    ),
+    (
+        "A refused or rolled-back action leaves no record",
+        f"{AUDIT}::test_audit_record_outside_a_transaction_is_refused",
+    ),
+    (
+        "Nobody edits or deletes a record through the admin, superusers included",
+        f"{CONSOLE_AUDIT}::test_console_audit_records_are_read_only_even_to_a_superuser",
+    ),
+    (
+        "Nobody edits or deletes a record through the admin, superusers included",
+        f"{AUDIT}::test_audit_prunejobs_prunes_the_trail_with_the_runs",
+    ),
+    (
+        "An edit's record names the fields that changed, never their values",
+        f"{AUDIT}::test_audit_schedule_edit_keeps_private_args_off_the_record",
+    ),
+]
+
+#: Sentences with a promise word that promise nothing of the code's: where the tests are,
+#: and advice to the reader.
+NOT_PROMISES = (
+    "The tests: `tests/sandbox/test_module_permissions.py`",
+    "The tests are in `tests/test_audit.py`",
+    "Give `add_module` to those who may write them",
+    "**Narrower rules** (say, only a team's members may start its jobs)",
+)
+
+
+def prose_sentences(text: str) -> list[str]:
+    """The page's sentences outside code blocks, tables and headings, one line each."""
+    lines, inside = [], False
+    for line in text.splitlines():
+        if line.strip().startswith("```"):
+            inside = not inside
+            lines.append("")
+        elif inside or line.lstrip().startswith(("|", "#")):
+            lines.append("")
+        else:
+            lines.append(line)
+    sentences = []
+    for paragraph in re.split(r"\n\s*\n|\n- ", "\n".join(lines)):
+        flat = " ".join(paragraph.split()).removeprefix("- ")
+        sentences += [s for s in re.split(r"(?<=[.!?)])\s+(?=[A-Z*`(])", flat) if s]
+    return sentences
+
+
+def promises_of(text: str) -> list[str]:
+    return [s for s in prose_sentences(text) if any(w in s.lower() for w in PROMISE_WORDS)]
+
+
+@pytest.mark.parametrize(("excerpt", "node"), PROMISES, ids=[node for _, node in PROMISES])
+def test_security_promise_names_a_test_that_exists(excerpt: str, node: str) -> None:
+    """Each named test is a test function of its module, and its excerpt is on the page."""
+    path, _, function = node.partition("::")
+    assert (ROOT / path).is_file(), path
+    module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+    assert function.startswith("test_")
+    assert callable(getattr(module, function, None)), node
+    assert any(excerpt in sentence for sentence in promises_of(PAGE.read_text())), excerpt
+
+
+def test_security_every_promise_sentence_has_a_test() -> None:
+    """Every sentence of docs/security.md that promises is listed with its test."""
+    listed = [excerpt for excerpt, _ in PROMISES] + list(NOT_PROMISES)
+    missing = [s for s in promises_of(PAGE.read_text()) if not any(e in s for e in listed)]
+    assert missing == []
+
+
+def test_security_sentences_are_split_as_read() -> None:
+    """The splitter skips code and tables, and keeps a sentence whole across lines."""
+    text = "# Title only\n\nOne must\nwrap. Two never.\n\n| only |\n\n```\nmust\n```\n- Three."
+    assert prose_sentences(text) == ["One must wrap.", "Two never.", "Three."]
+    assert promises_of(text) == ["One must wrap.", "Two never."]
