@@ -76,8 +76,15 @@ class Owned(Protocol):
 
 
 def owns(user: User, obj: Owned) -> bool:
-    """Whether ``user`` is the row's owner; a row without an owner has none."""
-    return bool(user.is_authenticated) and obj.owner_id is not None and obj.owner_id == user.pk
+    """Whether ``user`` is the row's owner, and still an active user; a row without an
+    owner has none. A deactivated owner owns nothing any more, as Django's backends give
+    an inactive user no permission."""
+    return (
+        bool(user.is_authenticated)
+        and bool(getattr(user, "is_active", True))
+        and obj.owner_id is not None
+        and obj.owner_id == user.pk
+    )
 
 
 def may(user: User, permission: str, obj: Owned) -> bool:

@@ -18,6 +18,7 @@ from django_weft.engine.finishing import finish
 from django_weft.engine.worker import Worker
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
+    Forbidden,
     IdempotencyKeyReused,
     InvalidArgs,
     UnknownJob,
@@ -382,3 +383,22 @@ def test_describe_refusal_of_a_validation_error_without_fields_gives_its_message
         "the plan never fires; the zone is gone",
         {},
     )
+
+
+def test_deactivated_owner_may_no_longer_act_on_what_they_own() -> None:
+    """Owning a run or a schedule gives a deactivated user nothing: the service layer
+    refuses their abort and their edit, as Django gives an inactive user no permission."""
+    owner = get_user_model().objects.create_user("olga")
+    run = start(shell, {"command": "long", "lines": 1}, owner=owner)
+    schedule = Schedule.objects.create(
+        name="olga's", job="tests.noop", every=timedelta(hours=1), owner=owner
+    )
+    owner.is_active = False
+    owner.save(update_fields=["is_active"])
+    with pytest.raises(Forbidden):
+        operations.abort_for(owner, run)
+    with pytest.raises(Forbidden):
+        edit_schedule_for(owner, schedule, {"every": timedelta(hours=2)})
+    run.refresh_from_db()
+    assert run.abort_requested_at is None
+    assert Schedule.objects.get(pk=schedule.pk).every == timedelta(hours=1)

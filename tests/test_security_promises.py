@@ -40,6 +40,15 @@ MATRIX = "tests/test_permissions.py"
 #: (an excerpt of the promise sentence, the test that fails when it breaks)
 PROMISES: list[tuple[str, str]] = [
     (
+        "A deactivated user owns nothing any more",
+        "tests/test_operations.py::test_deactivated_owner_may_no_longer_act_on_what_they_own",
+    ),
+    (
+        "the live socket refuses them at connect whatever middleware handed it the",
+        "tests/sockets/test_consumers.py::"
+        "test_consumer_refuses_a_deactivated_user_whatever_the_middleware",
+    ),
+    (
         "A refusal raises `django_weft.exceptions.Forbidden`, naming the permission",
         f"{MATRIX}::test_creating_a_schedule_needs_the_right_to_start_runs",
     ),

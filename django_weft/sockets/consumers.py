@@ -69,9 +69,11 @@ class RunsConsumer(OutageProofConsumer):
             await self.accept()
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        if not user.is_authenticated and not weft_settings.LIVE_ALLOW_ANONYMOUS:
+        inactive = user.is_authenticated and not getattr(user, "is_active", True)
+        if inactive or (not user.is_authenticated and not weft_settings.LIVE_ALLOW_ANONYMOUS):
             # Accept, then close: a refused handshake reaches a browser as a bare
-            # failure, a close code says why.
+            # failure, a close code says why. A deactivated user is refused too, whatever
+            # middleware handed the socket its user.
             await self.accept()
             await self.close(code=CLOSE_FORBIDDEN)
             return

@@ -66,6 +66,23 @@ async def test_consumer_anonymous_gets_nothing_unless_allowed(
         assert (socket.snapshot["user"], socket.snapshot["can_start"]) == (None, False)
 
 
+@pytest.mark.parametrize("anonymous_allowed", [False, True])
+async def test_consumer_refuses_a_deactivated_user_whatever_the_middleware(
+    owner: Any, anonymous_allowed: bool
+) -> None:
+    """A user object that is no longer active is refused at connect (4403), even where
+    signed-out visitors may watch: no guest view for an account that was switched off."""
+    await sync_to_async(get_user_model().objects.filter(pk=owner.pk).update)(is_active=False)
+    owner.is_active = False
+    communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
+    communicator.scope["user"] = owner
+    with override_settings(WEFT_LIVE_ALLOW_ANONYMOUS=anonymous_allowed):
+        connected, _ = await communicator.connect(timeout=5)
+        assert connected, "accepted, so that the close code reaches a browser"
+        closed = await communicator.receive_output(timeout=5)
+    assert closed == {"type": "websocket.close", "code": 4403}
+
+
 async def test_consumer_start_dedupes_by_request_id(
     owner: Any, sockets: list[CommunicatorSocket]
 ) -> None:
