@@ -10,26 +10,12 @@ reader, which promise nothing of the code's).
 
 from __future__ import annotations
 
-import importlib
-import re
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.promises import ROOT, check_named, promises_of, prose_sentences, unlisted
+
 PAGE = ROOT / "docs" / "security.md"
 
-PROMISE_WORDS = (
-    "never",
-    "only",
-    "must",
-    "cannot",
-    "may not",
-    "refused",
-    "needs",
-    "is recorded",
-    "closes",
-)
 
 MODULES = "tests/sandbox/test_module_permissions.py"
 AUDIT = "tests/test_audit.py"
@@ -224,44 +210,15 @@ NOT_PROMISES = (
 )
 
 
-def prose_sentences(text: str) -> list[str]:
-    """The page's sentences outside code blocks, tables and headings, one line each."""
-    lines, inside = [], False
-    for line in text.splitlines():
-        if line.strip().startswith("```"):
-            inside = not inside
-            lines.append("")
-        elif inside or line.lstrip().startswith(("|", "#")):
-            lines.append("")
-        else:
-            lines.append(line)
-    sentences = []
-    for paragraph in re.split(r"\n\s*\n|\n- ", "\n".join(lines)):
-        flat = " ".join(paragraph.split()).removeprefix("- ")
-        sentences += [s for s in re.split(r"(?<=[.!?)])\s+(?=[A-Z*`(])", flat) if s]
-    return sentences
-
-
-def promises_of(text: str) -> list[str]:
-    return [s for s in prose_sentences(text) if any(w in s.lower() for w in PROMISE_WORDS)]
-
-
 @pytest.mark.parametrize(("excerpt", "node"), PROMISES, ids=[node for _, node in PROMISES])
 def test_security_promise_names_a_test_that_exists(excerpt: str, node: str) -> None:
     """Each named test is a test function of its module, and its excerpt is on the page."""
-    path, _, function = node.partition("::")
-    assert (ROOT / path).is_file(), path
-    module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
-    assert function.startswith("test_")
-    assert callable(getattr(module, function, None)), node
-    assert any(excerpt in sentence for sentence in promises_of(PAGE.read_text())), excerpt
+    check_named(PAGE, excerpt, node)
 
 
 def test_security_every_promise_sentence_has_a_test() -> None:
     """Every sentence of docs/security.md that promises is listed with its test."""
-    listed = [excerpt for excerpt, _ in PROMISES] + list(NOT_PROMISES)
-    missing = [s for s in promises_of(PAGE.read_text()) if not any(e in s for e in listed)]
-    assert missing == []
+    assert unlisted(PAGE, [excerpt for excerpt, _ in PROMISES] + list(NOT_PROMISES)) == []
 
 
 def test_security_sentences_are_split_as_read() -> None:

@@ -410,9 +410,7 @@ def run_text(run: Run) -> str:
 
 
 @pytest.mark.parametrize("name", list(ESCAPES))
-def test_escape_corpus(
-    name: str, configuration: str, secret: Secret, rehearsal: Rehearsal
-) -> None:
+def test_escape_corpus(name: str, configuration: str, secret: Secret, rehearsal: Rehearsal) -> None:
     """The escape fails with its documented error, reveals nothing, and the worker's next
     module still runs."""
     escape = ESCAPES[name]
