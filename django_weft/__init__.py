@@ -36,6 +36,7 @@ _HOMES: dict[str, str] = {
     "save_schedule": "django_weft.engine.schedules",
     "Change": "django_weft.jobs.revisions",
     "DocumentConflict": "django_weft.jobs.revisions",
+    "InvalidDocument": "django_weft.jobs.revisions",
     # A project's own tests.
     "DrivenClock": "django_weft.testing",
     "Rehearsal": "django_weft.testing",
@@ -100,6 +101,7 @@ if TYPE_CHECKING:
     from django_weft.jobs.retries import Retry as Retry
     from django_weft.jobs.revisions import Change as Change
     from django_weft.jobs.revisions import DocumentConflict as DocumentConflict
+    from django_weft.jobs.revisions import InvalidDocument as InvalidDocument
     from django_weft.operations import aabort as aabort
     from django_weft.operations import abort as abort
     from django_weft.operations import astart as astart

@@ -66,11 +66,15 @@ class IdempotencyKeyReused(StartRefused):
 
 
 class InvalidIdempotencyKey(WeftError, ValueError):
-    """An idempotency key that is blank, or too long to store with its owner's scope."""
+    """An idempotency key that is blank, too long to store with its owner's scope, or
+    that the database cannot store (``problem`` says why, e.g. a NUL character)."""
 
-    def __init__(self, key: str, room: int) -> None:
+    def __init__(self, key: str, room: int, problem: str = "") -> None:
         self.key = key
         self.room = room
+        if problem:
+            super().__init__(f"idempotency key: {problem}")
+            return
         reason = "must not be blank" if not key.strip() else f"is {len(key)} characters long"
         super().__init__(f"idempotency key {reason}; at most {room} characters")
 

@@ -16,6 +16,11 @@ def frame(message: object) -> bytes:
     return struct.pack(">I", len(body)) + body
 
 
+def frame_text(body: str) -> bytes:
+    """A frame of ``body`` as it is, for JSON that ``json.dumps`` would not write."""
+    return struct.pack(">I", len(body)) + body.encode()
+
+
 def read_frame() -> dict:
     (length,) = struct.unpack(">I", os.read(0, 4))
     body = b""
@@ -44,6 +49,10 @@ BEHAVIOURS = {
     # A failure of a kind the protocol does not know.
     "bad_failure": lambda: os.write(
         1, frame({"type": "failure", "kind": "victory", "message": ""})
+    ),
+    # An answer nested 100,000 deep: decoding it would recurse past Python's stack.
+    "deep": lambda: os.write(
+        1, frame_text('{"type":"answer","value":' + "[" * 100_000 + "]" * 100_000 + "}")
     ),
     # Silence until the wall clock runs out.
     "silent": lambda: time.sleep(3600),

@@ -15,8 +15,9 @@ from django_weft.models import Module, ModuleRevision, Run, RunStatus
 from django_weft.operations import start
 from django_weft.sandbox.config import RoomConfig
 from django_weft.sandbox.host import host_function
+from django_weft.sandbox.process import Child
 from django_weft.sandbox.protocol import OPTIONAL_LAYERS
-from django_weft.sandbox.runner import ProcessRunner
+from django_weft.sandbox.runner import CHILD_COMMAND, ProcessRunner
 from django_weft.testing import Rehearsal
 
 ROGUE_CHILD = Path(__file__).with_name("rogue_child.py")
@@ -147,3 +148,37 @@ class RogueRunner(ProcessRunner):
     def command(self, config: RoomConfig) -> tuple[list[str], dict[str, Any]]:
         command = [sys.executable, "-I", str(ROGUE_CHILD), self.behaviour]
         return command, {"active": False, "reason": "a rogue child"}
+
+
+#: Run by the child's Python before the child itself: SIGXCPU ignored (a disposition
+#: that survives ``exec``), as a module that got past its guards could do.
+IGNORE_SIGXCPU = (
+    "import os, signal, sys; signal.signal(signal.SIGXCPU, signal.SIG_IGN); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
+
+
+class SigxcpuIgnoringRunner(ProcessRunner):
+    """Starts the real child (behind bubblewrap when that layer is on) with SIGXCPU
+    ignored, so only the CPU limit's hard SIGKILL can stop a busy loop; keeps the
+    children it started, for the test to read how they died."""
+
+    children: list[Child] = []
+
+    def command(self, config: RoomConfig) -> tuple[list[str], dict[str, Any]]:
+        command, report = super().command(config)
+        python = len(command) - len(CHILD_COMMAND) - 1
+        assert command[python:] == [sys.executable, *CHILD_COMMAND]
+        return [
+            *command[:python],
+            sys.executable,
+            "-I",
+            "-c",
+            IGNORE_SIGXCPU,
+            *CHILD_COMMAND,
+        ], report
+
+    def spawn(self, config: RoomConfig) -> Child:
+        child = super().spawn(config)
+        self.children.append(child)
+        return child

@@ -23,6 +23,7 @@ from rest_framework import serializers
 from django_weft.engine.finishing import AttemptReport
 from django_weft.exceptions import RunAborted
 from django_weft.jobs.context import RunContext, StateChanged
+from django_weft.jobs.nul import NUL_REFUSAL, where_nul
 from django_weft.jobs.registry import Job, flatten_errors, registry
 from django_weft.jobs.tracebacks import ErrorRecord, record_error
 from django_weft.models import Run, RunStatus
@@ -172,8 +173,14 @@ def _validate_result(job: Job, result: Any) -> Any:
         raise InvalidResult(
             f'job "{job.name}" returned a result that is not JSON: {error}'
         ) from None
+    where = where_nul(result, "result")
+    if where is not None:
+        raise InvalidResult(
+            f'job "{job.name}" returned a result it cannot store: {where}: {NUL_REFUSAL}'
+        )
     return result
 
 
 class InvalidResult(ValueError):
-    """The job's return value cannot be stored as its result."""
+    """The job's return value cannot be stored as its result: it fails the job's result
+    serializer, is not JSON, or holds a NUL character."""

@@ -27,7 +27,9 @@ from django_weft.exceptions import (
     IdempotencyKeyReused,
     InvalidIdempotencyKey,
 )
+from django_weft.jobs.nul import NUL_REFUSAL, where_nul
 from django_weft.jobs.registry import Job, check_priority
+from django_weft.jobs.revisions import storable
 from django_weft.models import Document, Run, Schedule
 
 if TYPE_CHECKING:
@@ -134,11 +136,12 @@ def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Ru
     try:
         with transaction.atomic() if key is not None else contextlib.nullcontext():
             if job.state is not None:
+                state_key = f"run:{run.id}"
                 run.state = Document.objects.create(
-                    key=f"run:{run.id}",
+                    key=state_key,
                     schema=job.state.name,
                     version=job.state.version,
-                    data=job.state.initial(),
+                    data=storable(state_key, job.state.initial()),
                 )
             run.save(force_insert=True)
     except IntegrityError:
@@ -154,12 +157,15 @@ def scoped_key(key: str, owner: AbstractBaseUser | None) -> str:
     """An idempotency key as stored: ``"<owner id>:<key>"`` (``":<key>"`` without one).
 
     Keys are chosen by clients, so two owners who happen to pick the same key get two
-    runs, and neither may receive the other's run by guessing it.
+    runs, and neither may receive the other's run by guessing it. A blank key, one too
+    long to store, or one holding a NUL character is refused.
     """
     prefix = f"{owner.pk}:" if owner is not None else ":"
     room = IDEMPOTENCY_KEY_LENGTH - len(prefix)
     if not key.strip() or len(key) > room:
         raise InvalidIdempotencyKey(key, room)
+    if where_nul(key) is not None:
+        raise InvalidIdempotencyKey(key, room, NUL_REFUSAL)
     return prefix + key
 
 

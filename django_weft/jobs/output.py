@@ -26,6 +26,8 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
+from django_weft.jobs.nul import escape_nul
+
 __all__ = ["AsyncThrottle", "OutputBuffer", "Throttle"]
 
 # Lone surrogates can reach a str (e.g. subprocess output decoded with
@@ -100,9 +102,14 @@ class OutputBuffer:
         self._total_bytes = 0
 
     def write(self, text: str) -> None:
-        """Append `text`, which may hold many lines or part of one, and trim to the bounds."""
+        """Append `text`, which may hold many lines or part of one, and trim to the bounds.
+
+        A NUL character is kept as "␀" (U+2400), which the database can store: it counts
+        as the three bytes it takes then.
+        """
         if not text:
             return
+        text = escape_nul(text)
         parts = text.split("\n")
         try:
             sizes = [len(part.encode("utf-8")) for part in parts]

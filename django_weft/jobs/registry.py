@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rest_framework import serializers
 
 from django_weft.exceptions import InvalidArgs, UnknownJob
+from django_weft.jobs.nul import NUL_REFUSAL, where_nul
 from django_weft.jobs.retries import Retry
 from django_weft.models.run import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY
 
@@ -88,13 +89,26 @@ class Job:
         not be dropped silently. A job without an args serializer takes the keyword args
         its function declares, as JSON values. The serializer finds who the run will
         run as in ``context["owner"]`` (None: the project's own code), for args only
-        some owners may give (a stored module only its users may call).
+        some owners may give (a stored module only its users may call). Args holding a NUL
+        character are refused naming where (:mod:`django_weft.jobs.nul`).
         """
         data = {} if args is None else args
         if not isinstance(data, Mapping):
             raise InvalidArgs(self.name, {"args": ["Expected an object of named args."]})
-        if self.args is NoArgs:
-            return self._validate_by_signature(dict(data))
+        stored = (
+            self._validate_by_signature(dict(data))
+            if self.args is NoArgs
+            else self._validate_by_serializer(data, owner)
+        )
+        where = where_nul(stored)
+        if where is not None:
+            raise InvalidArgs(self.name, {where: [NUL_REFUSAL]})
+        return stored
+
+    def _validate_by_serializer(
+        self, data: Mapping[str, Any], owner: AbstractBaseUser | None
+    ) -> dict[str, Any]:
+        """The args of a job with a serializer, in the serializer's stored form."""
         serializer = self.args(data=dict(data), context={"owner": owner})
         unknown = sorted(set(data) - set(serializer.fields))
         errors: dict[str, list[str]] = {}

@@ -52,6 +52,14 @@ def command_prefix(bwrap: str) -> list[str]:
     prefix = [
         bwrap,
         "--unshare-all",
+        # The child is bwrap's own child, with no reaper of bwrap's between them: bwrap
+        # then waits for it and exits with its status, so the resource usage the host
+        # reads when it reaps bwrap holds the child's CPU time. With the reaper, bwrap
+        # exits as soon as the reaper reports, before reaping it, and the host would see
+        # only bwrap's few milliseconds: a child killed at its CPU limit would look
+        # killed for no reason. (As PID 1 of its namespace the child ignores SIGXCPU,
+        # so the CPU limit always ends it with the hard limit's SIGKILL.)
+        "--as-pid-1",
         "--die-with-parent",
         "--clearenv",
         "--ro-bind",

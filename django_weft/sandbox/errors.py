@@ -55,7 +55,8 @@ class LimitExceeded(SandboxError):
 
 
 class InvalidAnswer(SandboxError):
-    """The module answered something that is not JSON."""
+    """The module answered something the run cannot store: not JSON, nested deeper than
+    :data:`~django_weft.sandbox.protocol.MAX_DEPTH` allows, or holding a NUL character."""
 
 
 class HostCallRefused(SandboxError):

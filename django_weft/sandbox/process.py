@@ -20,11 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django_weft.jobs.nul import NUL_REFUSAL, escape_nul, where_nul
 from django_weft.sandbox.config import CALL_LIMIT, SETUP_SECONDS, RoomConfig
 from django_weft.sandbox.errors import (
     FAILURES,
     ChildFailed,
     HostCallRefused,
+    InvalidAnswer,
     LayerUnavailable,
     LimitExceeded,
     ProtocolViolation,
@@ -32,7 +34,9 @@ from django_weft.sandbox.errors import (
 )
 from django_weft.sandbox.host import HostFunction
 from django_weft.sandbox.protocol import (
+    MAX_DEPTH,
     FrameReader,
+    FrameTooDeep,
     FrameTooLarge,
     ProtocolError,
     encode,
@@ -147,7 +151,7 @@ class Child:
                 if message["type"] == "host_call":
                     self._host_call(message, call, host)
                 elif message["type"] == "answer":
-                    return Answer(message.get("value"), _text(message.get("output")))
+                    return _answer(message)
                 elif message["type"] == "failure":
                     raise self._failure(message)
                 else:
@@ -258,6 +262,13 @@ class Child:
             return True
         try:
             self._pending += self._reader.feed(data)
+        except FrameTooDeep as error:
+            self.kill()
+            raise InvalidAnswer(
+                f"the sandbox child sent a message nesting arrays and objects {error.depth} "
+                f"deep, over the limit of {MAX_DEPTH} (an answer, or a host call's args, may "
+                f"nest {MAX_DEPTH - 1})"
+            ) from None
         except FrameTooLarge as error:
             self.kill()
             raise LimitExceeded(
@@ -269,11 +280,20 @@ class Child:
         return True
 
     def _died(self, waiting_for: str) -> SandboxError:
-        """Why the child closed its pipe before it sent its ``waiting_for``."""
+        """Why the child closed its pipe before it sent its ``waiting_for``.
+
+        The CPU limit kills with SIGXCPU past its soft limit and SIGKILL past its hard
+        one, which a child that ignores SIGXCPU (or runs as PID 1 of bubblewrap's PID
+        namespace, which never receives it) meets a second later: a SIGKILL the host did
+        not send, after the child used its CPU time, is the CPU limit too. Under
+        bubblewrap the status is bwrap's, which exits with 128 + the child's signal, and
+        the CPU time is the child's only because bwrap reaps the child itself
+        (``--as-pid-1``, see :func:`~django_weft.sandbox.bubblewrap.command_prefix`).
+        """
         self.kill()
         status, cpu = self._status, self._cpu_seconds
         if status is not None and status > 128 and self.bubblewrap.get("active"):
-            status = 128 - status  # bwrap exits with 128 + the signal that killed the child
+            status = 128 - status
         limits = self.config.limits
         if status == -signal.SIGXCPU or (status == -signal.SIGKILL and cpu >= limits.cpu_seconds):
             return LimitExceeded(
@@ -313,8 +333,18 @@ class Child:
         return self._status is None and self.process.poll() is None
 
 
+def _answer(message: dict[str, Any]) -> Answer:
+    """The answer a message carries; :class:`InvalidAnswer` if it could not be stored."""
+    value, output = message.get("value"), _text(message.get("output"))
+    where = where_nul(value, "answer")
+    if where is not None:
+        raise InvalidAnswer(f"the answer cannot be stored: {where}: {NUL_REFUSAL}", output=output)
+    return Answer(value, output)
+
+
 def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
+    """Text from the child (output, a failure's message), as the run may store it."""
+    return escape_nul(value) if isinstance(value, str) else ""
 
 
 def _describe(error: Exception) -> str:

@@ -4,18 +4,32 @@ Both sides import this module, so it holds only what they share: the framing, th
 names of the layers and the limits. A frame is a 4-byte
 big-endian length followed by that many bytes of UTF-8 JSON holding one object with a
 ``type``. The reader refuses a frame longer than the limit it was given before reading
-its body, so a child cannot make the host buffer more than that.
+its body, so a child cannot make the host buffer more than that, and a frame nested
+deeper than :data:`MAX_DEPTH` before decoding it, so a child cannot make the host's JSON
+decoder recurse past Python's stack (a ``RecursionError`` in the middle of the worker).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 from dataclasses import asdict, dataclass
+from itertools import accumulate
 from typing import Any
 
 HEADER = struct.Struct(">I")
+
+#: Deepest nesting of arrays and objects a frame may hold, the frame's own object
+#: included (so an answer may nest one level less). Far below Python's recursion limit
+#: of 1,000, which the decoder shares with whatever called it.
+MAX_DEPTH = 128
+
+#: A JSON string, escapes included: what may hold brackets that do not nest.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_DEPTH = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 #: Layers every run has; a child that cannot apply one of them refuses to run.
 MANDATORY_LAYERS = ("limits", "restricted_python", "audit_hook")
@@ -57,13 +71,32 @@ def encode(message: dict[str, Any]) -> bytes:
 
 
 def decode(body: bytes) -> dict[str, Any]:
+    """The message in a frame's ``body``: UTF-8 JSON, an object with a type, at most
+    :data:`MAX_DEPTH` deep (:class:`FrameTooDeep` otherwise, before any decoding)."""
     try:
-        message = json.loads(body.decode(), parse_constant=_refuse_constant)
-    except (UnicodeDecodeError, ValueError) as error:
+        text = body.decode()
+    except UnicodeDecodeError as error:
+        raise ProtocolError(f"a frame that is not JSON: {error}") from None
+    depth = nesting(text)
+    if depth > MAX_DEPTH:
+        raise FrameTooDeep(depth)
+    try:
+        message = json.loads(text, parse_constant=_refuse_constant)
+    except ValueError as error:
         raise ProtocolError(f"a frame that is not JSON: {error}") from None
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):
         raise ProtocolError("a frame that is not an object with a type")
     return message
+
+
+def nesting(text: str) -> int:
+    """How deep arrays and objects nest in the JSON ``text``, read without decoding it.
+
+    Strings go first (a bracket in a string does not nest), then everything but the
+    brackets; the deepest point is the running sum of what is left, computed in C.
+    """
+    brackets = _NOT_A_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_BRACKET_DEPTH.__getitem__, brackets)), default=0)
 
 
 def _refuse_constant(name: str) -> Any:
@@ -90,6 +123,14 @@ class FrameReader:
             del self._buffer[: HEADER.size + length]
             messages.append(decode(body))
         return messages
+
+
+class FrameTooDeep(ProtocolError):
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+        super().__init__(
+            f"a frame nesting arrays and objects {depth} deep, over the limit of {MAX_DEPTH}"
+        )
 
 
 class FrameTooLarge(ProtocolError):

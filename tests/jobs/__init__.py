@@ -320,3 +320,37 @@ def build(ctx: RunContext, steps: int, interval: float, fail: bool) -> dict[str,
         return {"steps": steps}
     finally:
         throttle.stop()
+
+
+#: A NUL character, made where a job makes it: args holding one are refused at start.
+NUL = chr(0)
+
+
+@job("tests.nul_result")
+def nul_result(ctx: RunContext) -> dict[str, Any]:
+    """Returns a result with a NUL character deep inside it."""
+    return {"rows": [1, {"note": f"a{NUL}b"}]}
+
+
+@job("tests.nul_error")
+def nul_error(ctx: RunContext) -> None:
+    """Raises an exception whose message holds a NUL character."""
+    raise ValueError(f"a byte {NUL} nobody can store")
+
+
+@job("tests.nul_state", state=StateSpec("tests.nul", initial=lambda: {"steps": 1}))
+def nul_state(ctx: RunContext) -> str:
+    """Changes its state to hold a NUL character; returns only if the change was taken."""
+    assert ctx.state is not None
+    ctx.state.change(lambda data: data.update(steps=2, note=f"a{NUL}b"))
+    return "the change went through"
+
+
+@job("tests.nul_output", state=StateSpec("tests.nul", initial=lambda: {"output": ""}))
+def nul_output(ctx: RunContext) -> str:
+    """Prints a NUL character into an output buffer and stores what the buffer keeps."""
+    assert ctx.state is not None
+    out = OutputBuffer(max_bytes=1024, max_lines=10)
+    out.write(f"before{NUL}after\n")
+    ctx.state.change(lambda data: data.update(output=out.text))
+    return "printed"
