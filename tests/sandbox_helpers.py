@@ -13,6 +13,7 @@ import pytest
 from django_weft.jobs.registry import registry
 from django_weft.models import Module, ModuleRevision, Run, RunStatus
 from django_weft.operations import start
+from django_weft.sandbox import containment
 from django_weft.sandbox.config import RoomConfig
 from django_weft.sandbox.host import host_function
 from django_weft.sandbox.protocol import OPTIONAL_LAYERS
@@ -43,11 +44,14 @@ TEST_LIMITS = {
 
 @pytest.fixture(params=list(LAYER_SETS))
 def layers(request: pytest.FixtureRequest, settings: Any) -> tuple[str, ...]:
-    """Each test runs with every optional layer, then with each one switched off."""
+    """Each test runs with every optional layer, then with each one switched off; a set
+    that leaves out a layer containing the module runs under the unsafe setting, which
+    is what lets such a run happen at all."""
     chosen = LAYER_SETS[request.param]
     for name, value in TEST_LIMITS.items():
         setattr(settings, name, value)
     settings.WEFT_SANDBOX_LAYERS = chosen
+    settings.WEFT_SANDBOX_UNSAFE_UNCONTAINED = bool(containment.left_out(chosen))
     return chosen
 
 
