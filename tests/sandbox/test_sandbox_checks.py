@@ -78,9 +78,12 @@ def test_checks_sandbox_required_layers_invalid(value: Any) -> None:
 def test_checks_sandbox_required_layer_switched_off() -> None:
     """E023: a required layer that WEFT_SANDBOX_LAYERS switches off would fail every run."""
     with override_settings(
-        WEFT_SANDBOX_LAYERS=["landlock"], WEFT_SANDBOX_REQUIRED_LAYERS=["seccomp", "landlock"]
+        WEFT_SANDBOX_LAYERS=["network_namespace", "landlock", "seccomp"],
+        WEFT_SANDBOX_REQUIRED_LAYERS=["bubblewrap", "landlock"],
     ):
-        assert_only("django_weft.E023", "WEFT_SANDBOX_REQUIRED_LAYERS", "seccomp", "switches off")
+        assert_only(
+            "django_weft.E023", "WEFT_SANDBOX_REQUIRED_LAYERS", "bubblewrap", "switches off"
+        )
 
 
 def test_checks_sandbox_required_layers_valid() -> None:
