@@ -71,7 +71,7 @@ CONTAINED_LAYER_SETS = {
 
 
 def run_without_python_layers(
-    source: str, layers: tuple[str, ...], args: list[Any] | None = None
+    source: str, layers: tuple[str, ...], args: list[Any] | None = None, *, flag: Any = False
 ) -> Any:
     """Run ``source``'s ``default(*args)`` as plain Python in a real child with only
     ``layers`` (and the limits) on, and return its answer.
@@ -79,6 +79,8 @@ def run_without_python_layers(
     No RestrictedPython, no guards, no audit hook: the module is what a module whose
     every Python layer fell would be. Each layer asked for must be active (the
     project's machines have them all), so a test cannot pass on a layer that is off.
+    ``flag`` is what ``RoomConfig.python_layers`` is set to (a test gives it other
+    values to see that only ``False`` turns the Python layers off).
     """
     config = RoomConfig(
         imports=(),
@@ -88,7 +90,7 @@ def run_without_python_layers(
             cpu_seconds=5, memory_bytes=256 * 1024 * 1024, output_bytes=0, answer_bytes=65536
         ),
         wall_seconds=60.0,
-        python_layers=False,
+        python_layers=flag,
     )
     command, bubblewrap_report = child_command(config)
     child = Child(command, config, bubblewrap=bubblewrap_report)

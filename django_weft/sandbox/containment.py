@@ -45,13 +45,14 @@ def missing(report: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return found
 
 
+def describe(what_is_missing: list[str]) -> str:
+    """:func:`missing`'s findings in one clause, the first one first."""
+    return ", ".join(what_is_missing)
+
+
 def refusal(what_is_missing: list[str]) -> str:
     """The message of a run refused because of :func:`missing`'s findings."""
-    return (
-        "the sandbox cannot contain the module: "
-        + " and ".join(what_is_missing)
-        + f"; {UNSAFE_HINT}"
-    )
+    return f"the sandbox cannot contain the module: {describe(what_is_missing)}; {UNSAFE_HINT}"
 
 
 def left_out(layers: Iterable[str]) -> list[str]:

@@ -155,7 +155,7 @@ def containment_problem(layers: tuple[str, ...]) -> str | None:
     except (OSError, SandboxError) as error:
         return f"a sandbox child could not start: {error}"
     what_is_missing = containment.missing(report)
-    return " and ".join(what_is_missing) if what_is_missing else None
+    return containment.describe(what_is_missing) if what_is_missing else None
 
 
 @cache

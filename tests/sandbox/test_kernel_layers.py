@@ -27,6 +27,8 @@ from typing import Any
 import pytest
 
 from django_weft.sandbox import layers
+from django_weft.sandbox.config import RoomConfig
+from django_weft.sandbox.errors import ForbiddenAccess
 from tests.sandbox_helpers import CONTAINED_LAYER_SETS, run_without_python_layers
 
 #: What the module tries. Each attempt answers "allowed", or "refused: <errno name>"
@@ -305,3 +307,25 @@ def test_kernel_layers_inherited_descriptor_is_real(targets: Targets) -> None:
         [sys.executable, "-c", code], close_fds=False, capture_output=True, text=True, check=False
     )
     assert result.stdout.strip() == SECRET, result.stderr
+
+
+OPENS_A_FILE = "def default():\n    return open('/dev/null').read()\n"
+
+
+def test_kernel_layers_test_mode_runs_plain_python() -> None:
+    """``python_layers=False``: the module has the real builtins (``open`` among them)."""
+    assert run_without_python_layers(OPENS_A_FILE, ("seccomp",)) == ""
+
+
+@pytest.mark.parametrize("flag", [True, 0, "false", None])
+def test_kernel_layers_test_mode_only_for_false(flag: Any) -> None:
+    """Any value of the flag but ``False`` keeps the Python layers: ``open`` is withheld."""
+    with pytest.raises(ForbiddenAccess, match=r"\bopen\b"):
+        run_without_python_layers(OPENS_A_FILE, ("seccomp",), flag=flag)
+
+
+def test_kernel_layers_test_mode_is_no_setting(settings: Any) -> None:
+    """No setting turns the Python layers off: a config read from the settings has them."""
+    settings.WEFT_SANDBOX_PYTHON_LAYERS = False
+    assert RoomConfig.from_settings().python_layers is True
+    assert RoomConfig.from_settings().setup_frame()["python_layers"] is True
