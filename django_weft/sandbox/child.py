@@ -12,6 +12,10 @@ waits for its reply; the host decides whether the module is granted it.
 
 Stray writes to the standard output go to the standard error, which the host reads
 apart: the only way to the host's end of the pipe is :func:`~.protocol.write_frame`.
+
+A setup frame whose ``python_layers`` is ``False`` (trusted code only: the tests of
+the kernel layers) runs the module as plain Python instead, in a branch of its own,
+:func:`run_call_without_python_layers`.
 """
 
 from __future__ import annotations

@@ -23,9 +23,10 @@ from django_weft.sandbox.layers import LayerFailed, libc, no_new_privileges, os_
 
 #: System calls a module never needs: new processes and programs, sockets of every
 #: family, signals (to others, and to itself: it has no use for them), other processes'
-#: memory, namespaces and mounts (the new mount API too), privileges, limits, System V
-#: and POSIX IPC, and the kernel interfaces that get around a filter (io_uring) or reach
-#: past the process (keys, BPF, perf, modules, the clock, the host's name).
+#: memory, leaving its process group, namespaces and mounts (the new mount API too),
+#: privileges, limits, System V and POSIX IPC, and the kernel interfaces that get around
+#: a filter (io_uring) or reach past the process (keys, BPF, perf, modules, the clock,
+#: the host's name).
 DENIED_SYSCALLS = (
     # processes and programs: root is exempt from RLIMIT_NPROC, not from these
     "fork",
@@ -57,6 +58,9 @@ DENIED_SYSCALLS = (
     "process_madvise",
     "process_mrelease",
     "kcmp",
+    # leaving the process group the host kills when the call ends
+    "setpgid",
+    "setsid",
     # namespaces and mounts
     "unshare",
     "setns",
@@ -164,7 +168,8 @@ SYSCALL_NUMBERS: dict[str, tuple[int, dict[str, int]]] = {
             "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
             "pidfd_open": 434, "pidfd_send_signal": 424, "pidfd_getfd": 438, "ptrace": 101,
             "process_vm_readv": 310, "process_vm_writev": 311, "process_madvise": 440,
-            "process_mrelease": 448, "kcmp": 312, "unshare": 272, "setns": 308,
+            "process_mrelease": 448, "kcmp": 312, "setpgid": 109, "setsid": 112,
+            "unshare": 272, "setns": 308,
             "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
             "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
             "fsmount": 432, "fspick": 433, "mount_setattr": 442, "statmount": 457,
@@ -198,7 +203,8 @@ SYSCALL_NUMBERS: dict[str, tuple[int, dict[str, int]]] = {
             "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240, "pidfd_open": 434,
             "pidfd_send_signal": 424, "pidfd_getfd": 438, "ptrace": 117,
             "process_vm_readv": 270, "process_vm_writev": 271, "process_madvise": 440,
-            "process_mrelease": 448, "kcmp": 272, "unshare": 97, "setns": 268, "mount": 40,
+            "process_mrelease": 448, "kcmp": 272, "setpgid": 154, "setsid": 157,
+            "unshare": 97, "setns": 268, "mount": 40,
             "umount2": 39, "pivot_root": 41, "chroot": 51, "open_tree": 428,
             "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
             "fspick": 433, "mount_setattr": 442, "statmount": 457, "listmount": 458,

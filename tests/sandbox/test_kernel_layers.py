@@ -93,6 +93,7 @@ def default(targets):
         "thread": thread,
         "kill_parent": lambda: os.kill(os.getppid(), 0),
         "kill_sleeper": lambda: os.kill(targets["sleeper"], signal.SIGKILL),
+        "leave_process_group": lambda: os.setpgid(0, 0),
         "exec": exec_program,
     }
     outcomes = {}
@@ -126,7 +127,7 @@ SOCKETS = (
 )
 FILES = ("read_secret", "read_hostname", "write_host_file", "delete_host_file")
 PROC = ("proc_parent_environ", "proc_sleeper_environ", "proc_1_environ")
-PROCESSES = ("fork", "thread", "kill_parent", "kill_sleeper")
+PROCESSES = ("fork", "thread", "kill_parent", "kill_sleeper", "leave_process_group")
 #: Last: were it allowed, the child would become /bin/true and never answer.
 EXEC = ("exec",)
 EVERYTHING = (*SOCKETS, *FILES, *PROC, *PROCESSES, *EXEC)
@@ -233,7 +234,8 @@ def test_kernel_layers_contain_plain_python(targets: Targets, configuration: str
     """With the containing layers on, a module running plain Python opens no socket
     (TCP, UDP, the database's Unix socket file, abstract, netlink, socketpair), reads,
     writes or deletes no host file, reads no other process's /proc, forks no process or
-    thread, signals no other process and runs no program; it holds its pipes and no
+    thread, signals no other process, leaves no process group (the host kills the
+    child's) and runs no program; it holds its pipes and no
     other descriptor (one the test left open without close-on-exec included)."""
     found = attempt(targets, CONTAINED_LAYER_SETS[configuration], EVERYTHING)
     allowed = {name: outcome for name, outcome in found["outcomes"].items() if outcome == "allowed"}
@@ -246,7 +248,8 @@ def test_kernel_layers_contain_plain_python(targets: Targets, configuration: str
 
 
 def test_kernel_layer_seccomp_alone(targets: Targets) -> None:
-    """seccomp alone (and the limits): every socket, fork, thread, exec and signal fails
+    """seccomp alone (and the limits): every socket, fork, thread, exec, signal and
+    change of process group fails
     with EPERM, the filter's answer (the process limit's would be EAGAIN), root too."""
     attempts = (*SOCKETS, *PROCESSES, *EXEC)
     found = attempt(targets, ("seccomp",), attempts)
@@ -294,7 +297,14 @@ def test_kernel_layer_bubblewrap_alone(targets: Targets) -> None:
 def test_kernel_layers_off_let_plain_python_through(targets: Targets) -> None:
     """Without the kernel layers the same attempts succeed: what the tests above see
     refused is refused by the layers, not by the module's own mistakes."""
-    attempts = ("tcp_postgres", "unix_postgres", "unix_abstract", "read_secret", "kill_parent")
+    attempts = (
+        "tcp_postgres",
+        "unix_postgres",
+        "unix_abstract",
+        "read_secret",
+        "kill_parent",
+        "leave_process_group",
+    )
     found = attempt(targets, (), attempts)
     assert found["outcomes"] == dict.fromkeys(attempts, "allowed")
 
