@@ -39,7 +39,12 @@ def main() -> None:
     print(f"{'layers':<16} {'pool':<6} {'median':>8} {'p90':>8} {'max':>8}")
     for label, layers in LAYER_SETS.items():
         for pool in (0, 2):
-            with override_settings(WEFT_SANDBOX_LAYERS=layers, WEFT_SANDBOX_POOL_SIZE=pool):
+            with override_settings(
+                WEFT_SANDBOX_LAYERS=layers,
+                WEFT_SANDBOX_POOL_SIZE=pool,
+                # Without the layers that contain a module a call runs only under it.
+                WEFT_SANDBOX_UNSAFE_UNCONTAINED=not layers,
+            ):
                 runner = load_runner()
                 call_module("bench/answer")  # warm-up: imports, the bubblewrap probe
                 samples = []

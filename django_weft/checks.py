@@ -15,7 +15,9 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.module_loading import import_string
 
 from django_weft.conf import weft_settings
+from django_weft.sandbox import containment
 from django_weft.sandbox.protocol import MANDATORY_LAYERS, OPTIONAL_LAYERS
+from django_weft.sandbox.runner import containment_problem
 
 
 def _import_subclass(setting: str, path: Any, base_path: str, check_id: str) -> list[CheckMessage]:
@@ -326,6 +328,63 @@ MEMORY_FLOOR = 64 * 1024 * 1024
 
 def _whole(value: Any, least: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+@register()
+def check_sandbox_containment(
+    app_configs: Sequence[Any] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """Whether modules would run contained here: by the settings, then on this host.
+
+    The host is probed once per process (one child started, its report read, killed),
+    and only when the settings leave nothing else to say: no invalid layer names, no
+    containing layer switched off, and the unsafe setting off.
+    """
+    unsafe = weft_settings.raw("WEFT_SANDBOX_UNSAFE_UNCONTAINED")
+    if not isinstance(unsafe, bool):
+        return [
+            Error(
+                f"WEFT_SANDBOX_UNSAFE_UNCONTAINED must be True or False, not {unsafe!r}.",
+                id="django_weft.E032",
+            )
+        ]
+    if unsafe:
+        return [
+            Warning(
+                "WEFT_SANDBOX_UNSAFE_UNCONTAINED is True: stored modules run with only the "
+                "sandbox layers that start on this host, even where nothing but the Python "
+                "layers stands between them and the host. That is unsafe for code you do "
+                "not trust.",
+                hint="Set it to False wherever modules come from someone you do not trust.",
+                id="django_weft.W030",
+            )
+        ]
+    layers = weft_settings.raw("WEFT_SANDBOX_LAYERS")
+    if not _names(layers) or not set(layers) <= set(OPTIONAL_LAYERS):
+        return []  # E022 says what is wrong with it
+    left_out = containment.left_out(layers)
+    if left_out:
+        return [
+            Error(
+                f"WEFT_SANDBOX_LAYERS leaves out {name}, which the sandbox needs to contain "
+                "a module: every module's run would fail.",
+                hint=f"Put it back, or {containment.UNSAFE_HINT}.",
+                id="django_weft.E031",
+            )
+            for name in left_out
+        ]
+    problem = containment_problem(tuple(layers))
+    if problem is None:
+        return []
+    return [
+        Error(
+            f"This host cannot contain a stored module: {problem}. Every module's run "
+            "fails (LayerUnavailable). A project that stores no modules can add "
+            '"django_weft.E030" to SILENCED_SYSTEM_CHECKS (runs still fail closed).',
+            hint=f"Give the host the layer (docs/sandbox.md), or {containment.UNSAFE_HINT}.",
+            id="django_weft.E030",
+        )
+    ]
 
 
 # -- the API ----------------------------------------------------------------------------------

@@ -141,7 +141,14 @@ class WeftSettings:
     """The optional layers the sandbox tries to apply."""
 
     SANDBOX_REQUIRED_LAYERS: Setting[tuple[str, ...]] = Setting((), tuple)
-    """Layers without which a module's run fails instead of running."""
+    """Layers without which a module's run fails instead of running, beyond the ones that
+    contain it (those are required unless ``SANDBOX_UNSAFE_UNCONTAINED``)."""
+
+    SANDBOX_UNSAFE_UNCONTAINED: Setting[bool] = Setting(False, lambda value: value is True)
+    """Whether modules run where the layers that contain them (the limits, the network
+    namespace, seccomp, and Landlock or bubblewrap) do not all start, with only the layers
+    that do. Unsafe for code you do not trust: by default such a run fails instead. Only
+    ``True`` turns it on; anything else keeps runs contained, and is checked."""
 
     SANDBOX_CPU_SECONDS: Setting[int] = Setting(5, int)
     """CPU seconds one call of a module may use."""

@@ -13,11 +13,12 @@ import pytest
 from django_weft.jobs.registry import registry
 from django_weft.models import Module, ModuleRevision, Run, RunStatus
 from django_weft.operations import start
+from django_weft.sandbox import containment
 from django_weft.sandbox.config import RoomConfig
 from django_weft.sandbox.host import host_function
-from django_weft.sandbox.process import Child
-from django_weft.sandbox.protocol import OPTIONAL_LAYERS
-from django_weft.sandbox.runner import CHILD_COMMAND, ProcessRunner
+from django_weft.sandbox.process import Child, ModuleCall
+from django_weft.sandbox.protocol import OPTIONAL_LAYERS, Limits
+from django_weft.sandbox.runner import CHILD_COMMAND, ProcessRunner, child_command, report_layers
 from django_weft.testing import Rehearsal
 
 ROGUE_CHILD = Path(__file__).with_name("rogue_child.py")
@@ -44,11 +45,14 @@ TEST_LIMITS = {
 
 @pytest.fixture(params=list(LAYER_SETS))
 def layers(request: pytest.FixtureRequest, settings: Any) -> tuple[str, ...]:
-    """Each test runs with every optional layer, then with each one switched off."""
+    """Each test runs with every optional layer, then with each one switched off; a set
+    that leaves out a layer containing the module runs under the unsafe setting, which
+    is what lets such a run happen at all."""
     chosen = LAYER_SETS[request.param]
     for name, value in TEST_LIMITS.items():
         setattr(settings, name, value)
     settings.WEFT_SANDBOX_LAYERS = chosen
+    settings.WEFT_SANDBOX_UNSAFE_UNCONTAINED = bool(containment.left_out(chosen))
     return chosen
 
 
@@ -57,6 +61,48 @@ def limits(settings: Any) -> None:
     """The test limits with every optional layer on."""
     for name, value in TEST_LIMITS.items():
         setattr(settings, name, value)
+
+
+#: The two configurations the sandbox supports: each holds every containing layer.
+CONTAINED_LAYER_SETS = {
+    "landlock": ("network_namespace", "landlock", "seccomp"),
+    "bubblewrap-and-landlock": ("network_namespace", "landlock", "seccomp", "bubblewrap"),
+}
+
+
+def run_without_python_layers(
+    source: str, layers: tuple[str, ...], args: list[Any] | None = None, *, flag: Any = False
+) -> Any:
+    """Run ``source``'s ``default(*args)`` as plain Python in a real child with only
+    ``layers`` (and the limits) on, and return its answer.
+
+    No RestrictedPython, no guards, no audit hook: the module is what a module whose
+    every Python layer fell would be. Each layer asked for must be active (the
+    project's machines have them all), so a test cannot pass on a layer that is off.
+    ``flag`` is what ``RoomConfig.python_layers`` is set to (a test gives it other
+    values to see that only ``False`` turns the Python layers off).
+    """
+    config = RoomConfig(
+        imports=(),
+        layers=layers,
+        required_layers=(),
+        limits=Limits(
+            cpu_seconds=5, memory_bytes=256 * 1024 * 1024, output_bytes=0, answer_bytes=65536
+        ),
+        wall_seconds=60.0,
+        python_layers=flag,
+    )
+    command, bubblewrap_report = child_command(config)
+    child = Child(command, config, bubblewrap=bubblewrap_report)
+    report = report_layers(child.wait_ready(), child.bubblewrap)
+    for name in layers:
+        if not report[name]["active"]:
+            child.kill()
+            raise AssertionError(f"the layer {name} is off here: {report[name]['reason']}")
+    answer = child.call(
+        ModuleCall(module="tests/kernel", source=source, args=args or []), host=lambda name: None
+    )
+    return answer.value
 
 
 def store(source: str, name: str = "tests/escape", grants: list[str] | None = None) -> Module:

@@ -2,7 +2,10 @@
 
 bubblewrap gives the child its own user, PID, IPC, UTS and network namespaces and a
 root file system holding only ``/usr``, the Python installation and the packages the
-child imports, all read-only: the rest of the host's files do not exist in there.
+child imports, all read-only: the rest of the host's files do not exist in there, and
+``/proc`` is not mounted. ``/tmp``, ``/run`` (and ``/var/run``) and ``/dev/shm`` are
+empty file systems of the child's own, so no socket file of the host's database or
+cache, no lock and no shared memory of the host's is there to reach.
 Whether ``bwrap`` works is probed once per process, since a container may forbid the
 namespaces it needs; when it does not, the layer is reported off with the reason.
 """
@@ -20,24 +23,17 @@ import RestrictedPython
 
 import django_weft
 
-try:
-    import pyseccomp
-except (ImportError, OSError):
-    pyseccomp = None
-
 #: Top-level directories a merged-/usr system has as links into /usr.
 USR_LINKS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
 
-#: Files outside /usr the child reads: the dynamic linker's cache, which ctypes'
-#: find_library (pyseccomp loading libseccomp) reads through ldconfig.
-EXTRA_FILES = ("/etc/ld.so.cache",)
+#: Directories the host keeps sockets, locks and shared memory in: the child gets
+#: empty ones of its own, mounted before the Python installation (which may lie below).
+PRIVATE_DIRECTORIES = ("/tmp", "/run", "/dev/shm")
 
 
 def read_only_paths() -> list[str]:
     """The Python installation and the packages the child imports, real paths, no doubles."""
     packages = [django_weft.__file__, RestrictedPython.__file__]
-    if pyseccomp is not None:
-        packages.append(pyseccomp.__file__)
     found = {os.path.realpath(path) for path in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     found |= {str(Path(os.path.realpath(str(path))).parent) for path in packages if path}
     found = {path for path in found if not path.startswith("/usr/")}
@@ -62,20 +58,22 @@ def command_prefix(bwrap: str) -> list[str]:
         "--as-pid-1",
         "--die-with-parent",
         "--clearenv",
-        "--ro-bind",
-        "/usr",
-        "/usr",
+        "--dev",
+        "/dev",
     ]
+    for directory in PRIVATE_DIRECTORIES:
+        prefix += ["--tmpfs", directory]
+    prefix += ["--symlink", "../run", "/var/run", "--ro-bind", "/usr", "/usr"]
     for name in USR_LINKS:
         link = Path("/") / name
         if link.is_symlink():
             prefix += ["--symlink", os.readlink(link), str(link)]
         elif link.is_dir():
             prefix += ["--ro-bind", str(link), str(link)]
-    for path in [*read_only_paths(), *EXTRA_FILES]:
+    for path in read_only_paths():
         if os.path.exists(path):
             prefix += ["--ro-bind", path, path]
-    return [*prefix, "--dev", "/dev", "--chdir", "/", "--"]
+    return [*prefix, "--chdir", "/", "--"]
 
 
 @cache

@@ -12,6 +12,10 @@ waits for its reply; the host decides whether the module is granted it.
 
 Stray writes to the standard output go to the standard error, which the host reads
 apart: the only way to the host's end of the pipe is :func:`~.protocol.write_frame`.
+
+A setup frame whose ``python_layers`` is ``False`` (trusted code only: the tests of
+the kernel layers) runs the module as plain Python instead, in a branch of its own,
+:func:`run_call_without_python_layers`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-from django_weft.sandbox import layers
+from django_weft.sandbox import layers, seccomp
 from django_weft.sandbox.protocol import Limits, read_frame, write_frame
 from django_weft.sandbox.restricted import (
     LAZY_IMPORTS,
@@ -81,7 +85,7 @@ def set_up(setup: dict[str, Any]) -> dict[str, dict[str, Any]]:
     limits = Limits.from_dict(setup["limits"])
     layers.apply_limits(limits)
     report["limits"] = {"active": True}
-    report["seccomp"] = _apply_optional("seccomp" in wanted, layers.apply_seccomp)
+    report["seccomp"] = _apply_optional("seccomp" in wanted, seccomp.apply_seccomp)
     return report
 
 
@@ -223,8 +227,36 @@ def main() -> None:
         call = read_frame(inbox, setup["call_limit"])
     except EOFError:
         os._exit(0)  # a pooled child the host no longer needs
-    write_frame(outbox, run_call(call, setup, Host(inbox, outbox, reply_limit)))
+    host = Host(inbox, outbox, reply_limit)
+    if setup.get("python_layers") is False:
+        write_frame(outbox, run_call_without_python_layers(call, host))
+    else:
+        write_frame(outbox, run_call(call, setup, host))
     os._exit(0)
+
+
+def run_call_without_python_layers(call: dict[str, Any], host: Host) -> dict[str, Any]:
+    """Run the module as plain Python: no RestrictedPython, no guards, no audit hook.
+
+    Only the kernel layers and the limits hold here, which is what the tests of those
+    layers need to see: code that reaches everything Python reaches. Only trusted code
+    can ask for it (``RoomConfig(python_layers=False)``, in the setup frame, which no
+    module writes); any other value of the flag runs :func:`run_call`.
+    """
+    module_globals: dict[str, Any] = {
+        "__name__": call["module"],
+        "context": call["context"],
+        "host": host.call,
+        "HostError": HostError,
+    }
+    try:
+        exec(compile(call["source"], call["module"], "exec"), module_globals)
+        target = module_globals[call["method"]]
+        args = call["args"]
+        answer = target(*args) if isinstance(args, list) else target(**args)
+        return {"type": "answer", "value": json.loads(json.dumps(answer)), "output": ""}
+    except BaseException as error:
+        return {"type": "failure", "kind": "raised", "message": f"{type(error).__name__}: {error}"}
 
 
 if __name__ == "__main__":

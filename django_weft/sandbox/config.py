@@ -24,11 +24,20 @@ SETUP_SECONDS = 30.0
 
 @dataclass(frozen=True)
 class RoomConfig:
+    """Everything a child is set up with, and what the host holds it to."""
+
     imports: tuple[str, ...]
     layers: tuple[str, ...]
     required_layers: tuple[str, ...]
     limits: Limits
     wall_seconds: float
+    #: Whether a module may run where the layers that contain it are not all active
+    #: (``WEFT_SANDBOX_UNSAFE_UNCONTAINED``); the host's to enforce, not the child's.
+    unsafe_uncontained: bool = False
+    #: Whether the child runs the module under RestrictedPython, its guards and the audit
+    #: hook. Only code sets it off, to test the kernel layers alone: no setting reads
+    #: into it, and it travels in the setup frame, which no module writes.
+    python_layers: bool = True
 
     @classmethod
     def from_settings(cls) -> RoomConfig:
@@ -43,6 +52,7 @@ class RoomConfig:
                 answer_bytes=weft_settings.SANDBOX_MAX_ANSWER_BYTES,
             ),
             wall_seconds=weft_settings.SANDBOX_WALL_SECONDS,
+            unsafe_uncontained=weft_settings.SANDBOX_UNSAFE_UNCONTAINED,
         )
 
     def setup_frame(self) -> dict[str, Any]:
@@ -53,6 +63,7 @@ class RoomConfig:
             "layers": [name for name in self.layers if name != "bubblewrap"],
             "limits": self.limits.as_dict(),
             "call_limit": CALL_LIMIT,
+            "python_layers": self.python_layers,
         }
 
     @property

@@ -4,7 +4,9 @@
 (``python -I`` in its own process group, inside bubblewrap when it works here, no
 descriptors inherited but its three pipes), or takes one a warm pool set up ahead.
 The runner adds the host's view of the layers to the child's report, fails the call
-when a required layer is off, and hands host calls to the registered host functions.
+when a layer that contains the module (:mod:`.containment`) or a required one is off,
+and hands host calls to the registered host functions. :func:`containment_problem`
+asks the same of this host once, for the system check.
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ from django.dispatch import receiver
 
 from django_weft.conf import weft_settings
 from django_weft.loading import import_setting
-from django_weft.sandbox import bubblewrap
-from django_weft.sandbox.config import RoomConfig
-from django_weft.sandbox.errors import LayerUnavailable
+from django_weft.sandbox import bubblewrap, containment
+from django_weft.sandbox.config import SETUP_SECONDS, RoomConfig
+from django_weft.sandbox.errors import LayerUnavailable, SandboxError
 from django_weft.sandbox.host import host_functions
 from django_weft.sandbox.pool import Pool
 from django_weft.sandbox.process import Answer, Check, Child, ModuleCall
-from django_weft.sandbox.protocol import MANDATORY_LAYERS, OPTIONAL_LAYERS
+from django_weft.sandbox.protocol import MANDATORY_LAYERS, OPTIONAL_LAYERS, Limits
 
 #: The child's command, after bubblewrap's when that layer is on.
 CHILD_COMMAND = ("-I", "-B", "-X", "utf8", "-m", "django_weft.sandbox.child")
@@ -57,13 +59,7 @@ class ProcessRunner(Runner):
 
     def command(self, config: RoomConfig) -> tuple[list[str], dict[str, Any]]:
         """The child's command line, and the report of the bubblewrap layer."""
-        command = [sys.executable, *CHILD_COMMAND]
-        if "bubblewrap" not in config.layers:
-            return command, {"active": False, "reason": "switched off (WEFT_SANDBOX_LAYERS)"}
-        prefix, detail = bubblewrap.probe()
-        if prefix is None:
-            return command, {"active": False, "reason": detail}
-        return [*prefix, *command], {"active": True, "detail": detail}
+        return child_command(config)
 
     def spawn(self, config: RoomConfig) -> Child:
         command, report = self.command(config)
@@ -78,7 +74,7 @@ class ProcessRunner(Runner):
             layers = report_layers(child.wait_ready(check), child.bubblewrap)
             if on_ready is not None:
                 on_ready(layers)
-            require_layers(layers, config.required_layers)
+            require_layers(layers, config)
         except BaseException:
             child.kill()
             raise
@@ -87,6 +83,17 @@ class ProcessRunner(Runner):
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
+
+
+def child_command(config: RoomConfig) -> tuple[list[str], dict[str, Any]]:
+    """The real child's command line for ``config``, and the report of bubblewrap."""
+    command = [sys.executable, *CHILD_COMMAND]
+    if "bubblewrap" not in config.layers:
+        return command, {"active": False, "reason": "switched off (WEFT_SANDBOX_LAYERS)"}
+    prefix, detail = bubblewrap.probe()
+    if prefix is None:
+        return command, {"active": False, "reason": detail}
+    return [*prefix, *command], {"active": True, "detail": detail}
 
 
 def report_layers(child: Layers, bubblewrap_report: dict[str, Any]) -> Layers:
@@ -104,9 +111,12 @@ def report_layers(child: Layers, bubblewrap_report: dict[str, Any]) -> Layers:
     return report
 
 
-def require_layers(layers: Layers, required: tuple[str, ...]) -> None:
-    """Refuse the call when a mandatory layer or a required one is off."""
-    for name in (*MANDATORY_LAYERS, *required):
+def require_layers(layers: Layers, config: RoomConfig) -> None:
+    """Refuse the call when a layer that contains the module is off (unless the unsafe
+    setting allows it), or a mandatory layer, or a required one."""
+    if not config.unsafe_uncontained and (what_is_missing := containment.missing(layers)):
+        raise LayerUnavailable(containment.refusal(what_is_missing))
+    for name in (*MANDATORY_LAYERS, *config.required_layers):
         report = layers.get(name, {})
         if not report.get("active"):
             setting = "" if name in MANDATORY_LAYERS else " (WEFT_SANDBOX_REQUIRED_LAYERS)"
@@ -114,6 +124,38 @@ def require_layers(layers: Layers, required: tuple[str, ...]) -> None:
                 f'the sandbox layer "{name}" is required{setting} but is off: '
                 f"{report.get('reason', 'unknown')}"
             )
+
+
+#: What the probe's child is held to: it runs no module, it only sets up.
+PROBE_LIMITS = Limits(cpu_seconds=5, memory_bytes=512 * 1024 * 1024, output_bytes=0, answer_bytes=1)
+
+
+@cache
+def containment_problem(layers: tuple[str, ...]) -> str | None:
+    """Why this host cannot contain a module with ``layers`` tried, or None if it can.
+
+    Starts one real child with those layers, reads its report and kills it; the answer
+    is kept for the life of the process (per ``layers``), so the system check that asks
+    costs one child start.
+    """
+    config = RoomConfig(
+        imports=(),
+        layers=layers,
+        required_layers=(),
+        limits=PROBE_LIMITS,
+        wall_seconds=SETUP_SECONDS,
+    )
+    command, bubblewrap_report = child_command(config)
+    try:
+        child = Child(command, config, bubblewrap=bubblewrap_report)
+        try:
+            report = report_layers(child.wait_ready(), child.bubblewrap)
+        finally:
+            child.kill()
+    except (OSError, SandboxError) as error:
+        return f"a sandbox child could not start: {error}"
+    what_is_missing = containment.missing(report)
+    return containment.describe(what_is_missing) if what_is_missing else None
 
 
 @cache

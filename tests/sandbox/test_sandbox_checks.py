@@ -1,17 +1,29 @@
-"""The system checks of the ``WEFT_SANDBOX_*`` settings, E020 to E029, one test per id.
+"""The system checks of the ``WEFT_SANDBOX_*`` settings, E020 to E032 and W030, one test
+per id.
 
 Each id is triggered through ``override_settings`` and read back from ``run_checks()``;
-the message must name the setting and the bad value.
+the message must name the setting and the bad value. E030 probes this host with a real
+child: it is made to fail for real, on a host without a file layer and on one that
+forbids namespaces.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.checks import Error
+from django.core.checks import Error, Warning
 from django.test import override_settings
 
+from django_weft.conf import weft_settings
+from django_weft.sandbox import bubblewrap
+from django_weft.sandbox.protocol import OPTIONAL_LAYERS
+from django_weft.sandbox.runner import containment_problem
 from tests.test_checks import only, weft_messages
 
 pytestmark = pytest.mark.django_db
@@ -78,9 +90,12 @@ def test_checks_sandbox_required_layers_invalid(value: Any) -> None:
 def test_checks_sandbox_required_layer_switched_off() -> None:
     """E023: a required layer that WEFT_SANDBOX_LAYERS switches off would fail every run."""
     with override_settings(
-        WEFT_SANDBOX_LAYERS=["landlock"], WEFT_SANDBOX_REQUIRED_LAYERS=["seccomp", "landlock"]
+        WEFT_SANDBOX_LAYERS=["network_namespace", "landlock", "seccomp"],
+        WEFT_SANDBOX_REQUIRED_LAYERS=["bubblewrap", "landlock"],
     ):
-        assert_only("django_weft.E023", "WEFT_SANDBOX_REQUIRED_LAYERS", "seccomp", "switches off")
+        assert_only(
+            "django_weft.E023", "WEFT_SANDBOX_REQUIRED_LAYERS", "bubblewrap", "switches off"
+        )
 
 
 def test_checks_sandbox_required_layers_valid() -> None:
@@ -136,3 +151,103 @@ def test_checks_sandbox_sizes_at_their_least() -> None:
         WEFT_SANDBOX_POOL_SIZE=0,
     ):
         assert weft_messages() == []
+
+
+# -- containment: E030, E031, E032, W030 ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("left_out", "named"),
+    [
+        ("seccomp", '"seccomp"'),
+        ("network_namespace", '"network_namespace"'),
+        ("landlock bubblewrap", 'both file layers, "landlock" and "bubblewrap"'),
+    ],
+)
+def test_checks_sandbox_containing_layer_left_out(left_out: str, named: str) -> None:
+    """E031: WEFT_SANDBOX_LAYERS without a layer that contains the module fails every run."""
+    kept = [name for name in OPTIONAL_LAYERS if name not in left_out.split()]
+    with override_settings(WEFT_SANDBOX_LAYERS=kept):
+        (message,) = only("django_weft.E031")
+    assert message.msg == (
+        f"WEFT_SANDBOX_LAYERS leaves out {named}, which the sandbox needs to contain a "
+        "module: every module's run would fail."
+    )
+    assert "WEFT_SANDBOX_UNSAFE_UNCONTAINED = True only for code you trust" in message.hint
+
+
+def test_checks_sandbox_unsafe_uncontained_warns() -> None:
+    """W030: the unsafe setting on is a warning saying so, and no layer is then required
+    (no E031 for the layers it leaves out, no probe)."""
+    with override_settings(WEFT_SANDBOX_UNSAFE_UNCONTAINED=True, WEFT_SANDBOX_LAYERS=[]):
+        (message,) = only("django_weft.W030")
+    assert isinstance(message, Warning)
+    assert message.msg.startswith("WEFT_SANDBOX_UNSAFE_UNCONTAINED is True")
+    assert "unsafe for code you do not trust" in message.msg
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_checks_sandbox_unsafe_uncontained_invalid(value: Any) -> None:
+    """E032: the unsafe setting is True or False; anything else keeps runs contained."""
+    with override_settings(WEFT_SANDBOX_UNSAFE_UNCONTAINED=value):
+        assert_only("django_weft.E032", "WEFT_SANDBOX_UNSAFE_UNCONTAINED", value, "True or False")
+        assert weft_settings.SANDBOX_UNSAFE_UNCONTAINED is False
+
+
+def test_checks_sandbox_host_without_a_file_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """E030: the probe starts a real child on this host; with Landlock switched off and
+    bwrap not installed no layer hides the host's files, and the check says so, once."""
+    layers = ("network_namespace", "seccomp", "bubblewrap")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    bubblewrap.probe.cache_clear()
+    containment_problem.cache_clear()
+    try:
+        with override_settings(WEFT_SANDBOX_LAYERS=layers):
+            (message,) = only("django_weft.E030")
+            assert containment_problem.cache_info().currsize == 1
+            only("django_weft.E030")  # asked again: the cached answer, no second child
+            assert containment_problem.cache_info().hits >= 1
+    finally:
+        bubblewrap.probe.cache_clear()
+        containment_problem.cache_clear()
+    assert message.msg.startswith(
+        "This host cannot contain a stored module: no file layer is on: the layer "
+        '"landlock" is off (switched off (WEFT_SANDBOX_LAYERS)) and the layer "bubblewrap" '
+        "is off (bwrap is not installed"
+    )
+    assert (
+        'A project that stores no modules can add "django_weft.E030" to '
+        "SILENCED_SYSTEM_CHECKS (runs still fail closed)." in message.msg
+    )
+
+
+def test_checks_sandbox_host_that_forbids_namespaces() -> None:
+    """E030 on a host that forbids namespaces (as container runtimes' seccomp profiles do):
+    ``manage.py check`` in a process whose own filter denies unshare names the network
+    namespace and the kernel's answer."""
+    code = textwrap.dedent(
+        """
+        import os, django
+        from django_weft.sandbox.seccomp import build_filter, load_filter
+        load_filter(build_filter(os.uname().machine, denied=("unshare",)))
+        django.setup()
+        from django.core.checks import run_checks
+        for message in run_checks():
+            if (message.id or "").startswith("django_weft."):
+                print(message.id, message.msg)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
+    )
+    assert result.stdout.startswith(
+        "django_weft.E030 This host cannot contain a stored module: the layer "
+        '"network_namespace" is off (unshare(CLONE_NEWNET) failed: Operation not permitted'
+    ), (result.stdout, result.stderr)
+    assert len(result.stdout.splitlines()) == 1, result.stdout

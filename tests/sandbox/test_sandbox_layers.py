@@ -1,17 +1,21 @@
-"""The kernel layers, probed on this kernel and tested for what each stops on its own.
+"""The layers as this kernel gives them: the seccomp filter's own rules, the limits, the
+bubblewrap command, what a run reports, and the runs that fail closed.
 
-Each layer test starts a real Python process that applies that one layer (as the child
-does, from trusted code) and then tries what the layer must stop: the layer alone must
-stop it, whatever the other layers do. The project's machines (Linux 6.x, user
-namespaces allowed, Landlock ABI 4 or later, libseccomp, bubblewrap) have every layer,
-so a layer that does not start here fails its test. A layer that is off must be
-reported off with the reason, and a run that requires it must fail saying so.
+What the containing layers stop, together and each alone, is in test_kernel_layers.py
+(plain Python in a real child). Here, tests that apply a layer start a real Python
+process that applies it (as the child does, from trusted code) and tries what it must
+stop. The project's machines (Linux 6.x on x86_64, user namespaces allowed, Landlock
+ABI 4 or later, bubblewrap) have every layer, so a layer that does not start here fails
+its test. A layer that is off is reported off with the reason, and a run that needs it
+fails saying so.
 """
 
 from __future__ import annotations
 
+import errno
+import json
 import os
-import socket
+import signal
 import subprocess
 import sys
 import textwrap
@@ -21,11 +25,10 @@ from typing import Any
 import pytest
 
 from django_weft.conf import weft_settings
-from django_weft.sandbox import bubblewrap, layers
+from django_weft.models import RunStatus
+from django_weft.sandbox import bubblewrap, layers, seccomp
 from django_weft.sandbox.child import standard_library_paths
 from tests.sandbox_helpers import assert_failed, limits, run_module  # noqa: F401
-
-DATABASE_PORT = 5432
 
 
 def in_child(code: str) -> subprocess.CompletedProcess[str]:
@@ -39,88 +42,93 @@ def in_child(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=2).close()
-    except OSError:
-        return False
-    return True
-
-
-def test_layer_network_namespace_cuts_the_network() -> None:
-    """In the new network namespace the database port, reachable outside, is not."""
-    assert listening(DATABASE_PORT), "the test needs PostgreSQL listening on 127.0.0.1:5432"
+def test_layer_seccomp_denies_every_listed_call() -> None:
+    """Under the filter each denied call of this architecture fails with EPERM, whatever
+    its args (all -1, so a call that got through would fail harmlessly: EINVAL, EFAULT),
+    and the report says how many. (fork and vfork ignore their args: see the fork test;
+    vhangup too, and would hang up the test's terminal.)"""
+    machine = os.uname().machine
+    _, table = seccomp.SYSCALL_NUMBERS[machine]
+    numbers = {name: table[name] for name in seccomp.DENIED_SYSCALLS if name in table}
+    tried = {
+        name: number for name, number in numbers.items() if name not in ("fork", "vfork", "vhangup")
+    }
     result = in_child(
         f"""
-        import socket
-        from django_weft.sandbox.layers import enter_network_namespace
-        print(enter_network_namespace())
-        try:
-            socket.create_connection(("127.0.0.1", {DATABASE_PORT}), timeout=2)
-        except OSError as error:
-            print("refused:", error)
-        else:
-            print("connected")
-        """
-    )
-    assert "new " in result.stdout, result.stderr
-    assert "refused:" in result.stdout, result.stdout
-
-
-def test_layer_landlock_reads_only_the_standard_library() -> None:
-    """Under Landlock the standard library reads, any other file does not, and TCP is off."""
-    assert layers.landlock_abi() >= 4, "the project's machines have Landlock ABI 4 or later"
-    result = in_child(
-        f"""
-        import socket
-        from django_weft.sandbox.layers import apply_landlock
-        from django_weft.sandbox.child import standard_library_paths
-        print(apply_landlock(standard_library_paths()))
-        import os
-        open(os.__file__).read(10)
-        print("stdlib read")
-        for attempt in (lambda: open("/etc/hostname").read(),
-                        lambda: open("/tmp/weft-landlock-probe", "w"),
-                        lambda: socket.create_connection(("127.0.0.1", {DATABASE_PORT}))):
-            try:
-                attempt()
-            except OSError as error:
-                print("refused:", type(error).__name__)
-            else:
-                print("allowed")
-        """
-    )
-    assert "stdlib read" in result.stdout, result.stderr
-    assert result.stdout.count("refused: PermissionError") == 3, result.stdout
-    assert "allowed" not in result.stdout
-
-
-def test_layer_seccomp_stops_processes_programs_and_sockets() -> None:
-    """Under the seccomp filter fork, exec and socket fail with EPERM."""
-    assert layers.pyseccomp is not None, "pyseccomp comes with the test extra"
-    result = in_child(
-        """
-        import os, socket
-        from django_weft.sandbox.layers import apply_seccomp
+        import ctypes, json
+        from django_weft.sandbox.layers import libc
+        from django_weft.sandbox.seccomp import apply_seccomp
         print(apply_seccomp())
-        for name, attempt in (("fork", os.fork),
-                              ("exec", lambda: os.execv("/bin/true", ["true"])),
-                              ("socket", socket.socket)):
-            try:
-                attempt()
-            except PermissionError:
-                print("refused", name)
-            else:
-                print("allowed", name)
-                os._exit(0)
+        answers = {{}}
+        for name, number in {tried!r}.items():
+            minus_one = ctypes.c_long(-1)
+            returned = libc.syscall(number, *[minus_one] * 6)
+            answers[name] = ctypes.get_errno() if returned == -1 else returned
+        print(json.dumps(answers))
         """
     )
-    assert "system calls denied" in result.stdout, result.stderr
-    assert [line for line in result.stdout.splitlines() if line.startswith("refused")] == [
-        "refused fork",
-        "refused exec",
-        "refused socket",
-    ]
+    report, answers = result.stdout.splitlines()
+    assert report == f"{len(numbers)} system calls denied ({machine})", result.stderr
+    assert json.loads(answers) == dict.fromkeys(tried, errno.EPERM)
+
+
+def test_layer_seccomp_kills_a_foreign_architecture() -> None:
+    """A system call through the i386 ABI (``int 0x80``) of an x86_64 kernel, whose
+    numbers mean other calls, kills the child (SIGSYS); without the filter it runs."""
+    assert os.uname().machine == "x86_64", "the project's machines are x86_64"
+    code = """
+        import ctypes, mmap, os
+        from django_weft.sandbox.seccomp import apply_seccomp
+        # mov eax, 20 (getpid in the i386 table); int 0x80; ret
+        page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        page.write(bytes([0xB8, 20, 0, 0, 0, 0xCD, 0x80, 0xC3]))
+        i386_getpid = ctypes.CFUNCTYPE(ctypes.c_int)(
+            ctypes.addressof(ctypes.c_char.from_buffer(page))
+        )
+        if FILTERED:
+            apply_seccomp()
+        print(i386_getpid() == os.getpid(), flush=True)
+        """
+    unfiltered = in_child(code.replace("FILTERED", "False"))
+    filtered = in_child(code.replace("FILTERED", "True"))
+    assert unfiltered.stdout.strip() == "True", unfiltered.stderr
+    assert filtered.returncode == -signal.SIGSYS, (filtered.returncode, filtered.stderr)
+    assert filtered.stdout == ""
+
+
+def test_layer_seccomp_denies_the_x32_range() -> None:
+    """On x86_64 a call numbered in the x32 range (getpid with bit 30 set) fails with
+    EPERM under the filter, whether or not this kernel has the x32 ABI."""
+    assert os.uname().machine == "x86_64", "the project's machines are x86_64"
+    result = in_child(
+        f"""
+        import ctypes
+        from django_weft.sandbox.layers import libc
+        from django_weft.sandbox.seccomp import apply_seccomp
+        apply_seccomp()
+        print(libc.syscall({seccomp.X32_SYSCALL_BIT | 39}), ctypes.get_errno())
+        """
+    )
+    assert result.stdout.split() == ["-1", str(errno.EPERM)], result.stderr
+
+
+def test_layer_seccomp_without_a_table_names_the_architecture() -> None:
+    """An architecture the filter has no numbers for leaves the layer off, naming it."""
+    with pytest.raises(layers.LayerFailed) as raised:
+        seccomp.build_filter("riscv64")
+    assert str(raised.value) == (
+        'seccomp has no system call table for the architecture "riscv64" '
+        "(it has tables for x86_64, aarch64)"
+    )
+
+
+def test_layer_seccomp_tables_know_every_denied_call() -> None:
+    """Each denied name is a call of at least one architecture, and each table's numbers
+    are those of distinct calls (a copy error would deny one call twice)."""
+    known = set().union(*(table for _, table in seccomp.SYSCALL_NUMBERS.values()))
+    assert set(seccomp.DENIED_SYSCALLS) == known
+    for _, table in seccomp.SYSCALL_NUMBERS.values():
+        assert len(set(table.values())) == len(table)
 
 
 def test_layer_limits_stop_files_and_descriptors(tmp_path: Path) -> None:
@@ -163,7 +171,8 @@ def test_layer_limits_and_forks() -> None:
     under the limits alone, and only the seccomp filter stops it."""
     code = """
         import os
-        from django_weft.sandbox.layers import apply_limits, apply_seccomp, enter_network_namespace
+        from django_weft.sandbox.layers import apply_limits, enter_network_namespace
+        from django_weft.sandbox.seccomp import apply_seccomp
         from django_weft.sandbox.protocol import Limits
         enter_network_namespace()
         apply_limits(Limits(cpu_seconds=2, memory_bytes=256 << 20, output_bytes=1, answer_bytes=1))
@@ -185,27 +194,18 @@ def test_layer_limits_and_forks() -> None:
     assert with_seccomp.stdout.strip() == "refused: Operation not permitted", with_seccomp.stderr
 
 
-def test_layer_bubblewrap_hides_the_host_files(tmp_path: Path) -> None:
-    """Inside bubblewrap the host's other files do not exist (its users, a file just
-    written, the tests beside the package); the Python and the package still do."""
-    prefix, detail = bubblewrap.probe()
-    assert prefix is not None, detail
-    written = tmp_path / "host-file"
-    written.write_text("the host's")
-    repository = Path(__file__).resolve().parent.parent
-    code = (
-        "import os, django_weft; "
-        f"print(os.path.exists('/etc/passwd'), os.path.exists({str(written)!r}), "
-        f"os.path.exists({str(repository / 'tests')!r}), os.path.exists(django_weft.__file__))"
-    )
-    result = subprocess.run(
-        [*prefix, sys.executable, "-I", "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.stdout.split() == ["False", "False", "False", "True"], result.stderr
+def test_layer_bubblewrap_gives_private_run_and_temporary_directories() -> None:
+    """bwrap mounts empty /tmp, /run (/var/run) and /dev/shm of the child's own before it
+    binds the Python installation, which may lie below one of them."""
+    prefix = bubblewrap.command_prefix("/usr/bin/bwrap")
+    for directory in ("/tmp", "/run", "/dev/shm"):
+        mount = prefix.index(directory)
+        assert prefix[mount - 1] == "--tmpfs", directory
+        assert mount < prefix.index("--ro-bind"), directory
+    assert prefix[prefix.index("/var/run") - 2 : prefix.index("/var/run")] == [
+        "--symlink",
+        "../run",
+    ]
 
 
 def test_standard_library_paths_exist() -> None:
@@ -214,31 +214,37 @@ def test_standard_library_paths_exist() -> None:
     assert any(os.path.exists(os.path.join(path, "json", "__init__.py")) for path in paths)
 
 
-# -- what runs report, and what a setting requires ---------------------------------------------
+# -- what runs report, and when they fail closed -----------------------------------------------
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("limits")
 def test_layers_report(rehearsal: Any) -> None:
-    """A run reports every layer as this kernel allows it: each one active or off with why."""
+    """A run reports every layer as this kernel allows it: here, every one active."""
     run = run_module(rehearsal, "def default():\n    return 1\n")
     assert run.state is not None
     report = run.state.data["layers"]
-    assert report["landlock"]["active"] == (layers.landlock_abi() >= 1)
-    assert report["seccomp"]["active"] == (layers.pyseccomp is not None)
-    assert report["bubblewrap"]["active"] == (bubblewrap.probe()[0] is not None)
-    for name, entry in report.items():
-        assert entry["active"] or entry["reason"], name
+    machine = os.uname().machine
+    assert report["seccomp"] == {
+        "active": True,
+        "detail": f"{len(seccomp.denied_numbers(machine, seccomp.DENIED_SYSCALLS)[1])} "
+        f"system calls denied ({machine})",
+    }
+    assert report["landlock"] == {"active": True, "detail": f"ABI {layers.landlock_abi()}"}
+    assert report["bubblewrap"]["active"], report["bubblewrap"]
+    assert report["network_namespace"]["active"], report["network_namespace"]
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("limits")
 @pytest.mark.parametrize("name", ["network_namespace", "landlock", "seccomp", "bubblewrap"])
 def test_layers_switched_off_are_reported(rehearsal: Any, settings: Any, name: str) -> None:
-    """A layer switched off by WEFT_SANDBOX_LAYERS is reported off, saying so."""
+    """A layer switched off by WEFT_SANDBOX_LAYERS is reported off, saying so (under the
+    unsafe setting, for the layers without which a run would not start)."""
     settings.WEFT_SANDBOX_LAYERS = [
         layer for layer in weft_settings.SANDBOX_LAYERS if layer != name
     ]
+    settings.WEFT_SANDBOX_UNSAFE_UNCONTAINED = name in ("network_namespace", "seccomp")
     run = run_module(rehearsal, "def default():\n    return 1\n")
     assert run.state is not None
     assert run.state.data["layers"][name] == {
@@ -249,18 +255,70 @@ def test_layers_switched_off_are_reported(rehearsal: Any, settings: Any, name: s
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("limits")
-def test_layers_required_but_switched_off(rehearsal: Any, settings: Any) -> None:
-    """A required layer that is off fails the run before the module runs, saying which."""
-    settings.WEFT_SANDBOX_LAYERS = ["network_namespace", "landlock"]
-    settings.WEFT_SANDBOX_REQUIRED_LAYERS = ["seccomp"]
+@pytest.mark.parametrize("name", ["network_namespace", "seccomp"])
+def test_layers_containing_layer_off_fails_closed(rehearsal: Any, settings: Any, name: str) -> None:
+    """Without a layer that contains the module the run fails before the module runs,
+    naming the layer, why it is off, and the setting that would allow it."""
+    settings.WEFT_SANDBOX_LAYERS = [
+        layer for layer in weft_settings.SANDBOX_LAYERS if layer != name
+    ]
     run = run_module(rehearsal, "def default():\n    return 1\n")
+    assert_failed(run, "LayerUnavailable")
+    assert run.error_message == (
+        f'the sandbox cannot contain the module: the layer "{name}" is off (switched off '
+        "(WEFT_SANDBOX_LAYERS)); set WEFT_SANDBOX_UNSAFE_UNCONTAINED = True only for code "
+        "you trust"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("limits")
+@pytest.mark.parametrize("name", ["landlock", "bubblewrap"])
+def test_layers_one_file_layer_is_enough(rehearsal: Any, settings: Any, name: str) -> None:
+    """Landlock or bubblewrap: either one contains the module's file access alone."""
+    settings.WEFT_SANDBOX_LAYERS = [
+        layer for layer in weft_settings.SANDBOX_LAYERS if layer != name
+    ]
+    run = run_module(rehearsal, "def default():\n    return 1\n")
+    assert (run.status, run.result) == (RunStatus.DONE, 1), run.error_message
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("limits")
+def test_layers_no_file_layer_that_starts_fails_closed(
+    rehearsal: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With Landlock switched off and bwrap not installed, no layer hides the host's
+    files: the run fails naming both and why each is off."""
+    settings.WEFT_SANDBOX_LAYERS = ["network_namespace", "seccomp", "bubblewrap"]
+    monkeypatch.setenv("PATH", "/nonexistent")
+    bubblewrap.probe.cache_clear()
+    try:
+        run = run_module(rehearsal, "def default():\n    return 1\n")
+    finally:
+        bubblewrap.probe.cache_clear()
     assert_failed(
         run,
         "LayerUnavailable",
-        'the sandbox layer "seccomp" is required (WEFT_SANDBOX_REQUIRED_LAYERS) but is off',
+        'the sandbox cannot contain the module: no file layer is on: the layer "landlock" is '
+        'off (switched off (WEFT_SANDBOX_LAYERS)) and the layer "bubblewrap" is off (bwrap '
+        "is not installed",
+        "; set WEFT_SANDBOX_UNSAFE_UNCONTAINED = True only for code you trust",
     )
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("limits")
+def test_layers_unsafe_uncontained_runs_with_what_starts(rehearsal: Any, settings: Any) -> None:
+    """Under WEFT_SANDBOX_UNSAFE_UNCONTAINED a module runs with only the mandatory layers."""
+    settings.WEFT_SANDBOX_LAYERS = []
+    settings.WEFT_SANDBOX_UNSAFE_UNCONTAINED = True
+    run = run_module(rehearsal, "def default():\n    return 1\n")
+    assert (run.status, run.result) == (RunStatus.DONE, 1), run.error_message
     assert run.state is not None
-    assert run.state.data["layers"]["seccomp"]["active"] is False
+    assert not any(
+        run.state.data["layers"][name]["active"] for name in weft_settings.SANDBOX_LAYERS
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -268,7 +326,8 @@ def test_layers_required_but_switched_off(rehearsal: Any, settings: Any) -> None
 def test_layers_required_but_cannot_start(
     rehearsal: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A required layer that cannot start on this host fails the run with the reason."""
+    """A required layer that cannot start on this host fails the run with the reason,
+    though Landlock alone would contain the module."""
     monkeypatch.setenv("PATH", "/nonexistent")
     bubblewrap.probe.cache_clear()
     try:
