@@ -29,7 +29,13 @@ from types import TracebackType
 from typing import Any
 
 from django_weft.sandbox import layers, seccomp
-from django_weft.sandbox.protocol import Limits, read_frame, write_frame
+from django_weft.sandbox.protocol import (
+    EXIT_OUT_OF_MEMORY,
+    OUT_OF_MEMORY,
+    Limits,
+    read_frame,
+    write_frame,
+)
 from django_weft.sandbox.restricted import (
     LAZY_IMPORTS,
     ModuleSourceError,
@@ -186,7 +192,7 @@ def _call_module(
     except Refused:
         pass  # reported below, as the first refusal
     except MemoryError:
-        raise Failure("limit", "the module ran out of memory (WEFT_SANDBOX_MEMORY_BYTES)") from None
+        raise Failure("limit", OUT_OF_MEMORY) from None
     except RecursionError:
         raise Failure(
             "limit", f"the module recursed deeper than {sys.getrecursionlimit()} calls"
@@ -228,10 +234,15 @@ def main() -> None:
     except EOFError:
         os._exit(0)  # a pooled child the host no longer needs
     host = Host(inbox, outbox, reply_limit)
-    if setup.get("python_layers") is False:
-        write_frame(outbox, run_call_without_python_layers(call, host))
-    else:
-        write_frame(outbox, run_call(call, setup, host))
+    try:
+        if setup.get("python_layers") is False:
+            write_frame(outbox, run_call_without_python_layers(call, host))
+        else:
+            write_frame(outbox, run_call(call, setup, host))
+    except MemoryError:
+        # What the module left behind fills the memory still: not even the failure
+        # frame fits. The exit status says it instead.
+        os._exit(EXIT_OUT_OF_MEMORY)
     os._exit(0)
 
 

@@ -164,7 +164,13 @@ def apply_limits(limits: Limits) -> None:
     for name, soft, hard in (
         ("RLIMIT_CORE", 0, 0),
         ("RLIMIT_CPU", cpu, cpu + 1),
-        ("RLIMIT_AS", limits.memory_bytes, limits.memory_bytes),
+        # The memory a module can take is its data: the heap and private mappings,
+        # where every Python object lives. Not the stack: a limit on the whole address
+        # space also stops the stack from growing once the heap has filled it, and the
+        # child dies of SIGSEGV inside a deep call instead of raising MemoryError. The
+        # address space gets twice as much, a backstop for what the data limit omits.
+        ("RLIMIT_DATA", limits.memory_bytes, limits.memory_bytes),
+        ("RLIMIT_AS", 2 * limits.memory_bytes, 2 * limits.memory_bytes),
         ("RLIMIT_FSIZE", limits.file_bytes, limits.file_bytes),
         ("RLIMIT_NOFILE", limits.open_files, limits.open_files),
         ("RLIMIT_NPROC", limits.processes, limits.processes),

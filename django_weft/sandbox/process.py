@@ -34,7 +34,9 @@ from django_weft.sandbox.errors import (
 )
 from django_weft.sandbox.host import HostFunction
 from django_weft.sandbox.protocol import (
+    EXIT_OUT_OF_MEMORY,
     MAX_DEPTH,
+    OUT_OF_MEMORY,
     FrameReader,
     FrameTooDeep,
     FrameTooLarge,
@@ -300,6 +302,8 @@ class Child:
                 f"the module used its {limits.cpu_seconds} s of CPU time "
                 "(WEFT_SANDBOX_CPU_SECONDS) and was killed"
             )
+        if status == EXIT_OUT_OF_MEMORY:
+            return LimitExceeded(OUT_OF_MEMORY)
         if status is not None and status < 0:
             how = f"was killed by {signal.Signals(-status).name}"
         else:

@@ -37,6 +37,12 @@ MANDATORY_LAYERS = ("limits", "restricted_python", "audit_hook")
 OPTIONAL_LAYERS = ("network_namespace", "landlock", "seccomp", "bubblewrap")
 
 
+#: The child's exit status when memory ran out so completely that no frame could say it.
+EXIT_OUT_OF_MEMORY = 3
+#: How a call that ran out of memory fails, whichever side finds out.
+OUT_OF_MEMORY = "the module ran out of memory (WEFT_SANDBOX_MEMORY_BYTES)"
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one call may use. The wall clock is the host's to enforce, not the child's."""

@@ -117,6 +117,22 @@ def test_ending_memory(rehearsal: Rehearsal, settings: Any) -> None:
     assert_ended(ended(rehearsal, settings, source), "LimitExceeded", "ran out of memory")
 
 
+@pytest.mark.parametrize(
+    "bomb",
+    [
+        "d = []\n    while True:\n        d = [d, d]",
+        "d = {}\n    while True:\n        d = {'k': d, 'j': [d] * 64}",
+        "s = 'x'\n    while True:\n        s = s + s",
+    ],
+    ids=["nested-lists", "nested-dicts", "doubling-string"],
+)
+def test_ending_memory_bombs(rehearsal: Rehearsal, settings: Any, bomb: str) -> None:
+    """However the memory runs out, nested deep or in one block, the call ends at the
+    memory limit, never as a crash: the memory limit leaves the stack room to grow."""
+    source = f"def default():\n    {bomb}\n"
+    assert_ended(ended(rehearsal, settings, source), "LimitExceeded", "ran out of memory")
+
+
 def test_ending_wall_clock(rehearsal: Rehearsal, settings: Any) -> None:
     """A module that waits past the wall clock ends at the wall-clock limit."""
     settings.WEFT_SANDBOX_IMPORTS = [*weft_settings.SANDBOX_IMPORTS, "time"]
