@@ -23,8 +23,8 @@ from rest_framework import serializers
 from django_weft.engine.finishing import AttemptReport
 from django_weft.exceptions import RunAborted
 from django_weft.jobs.context import RunContext, StateChanged
-from django_weft.jobs.nul import NUL_REFUSAL, where_nul
 from django_weft.jobs.registry import Job, flatten_errors, registry
+from django_weft.jobs.storable import find_unstorable
 from django_weft.jobs.tracebacks import ErrorRecord, record_error
 from django_weft.models import Run, RunStatus
 
@@ -173,10 +173,10 @@ def _validate_result(job: Job, result: Any) -> Any:
         raise InvalidResult(
             f'job "{job.name}" returned a result that is not JSON: {error}'
         ) from None
-    where = where_nul(result, "result")
-    if where is not None:
+    found = find_unstorable(result, "result")
+    if found is not None:
         raise InvalidResult(
-            f'job "{job.name}" returned a result it cannot store: {where}: {NUL_REFUSAL}'
+            f'job "{job.name}" returned a result it cannot store: {found.where}: {found.problem}'
         )
     return result
 

@@ -27,9 +27,9 @@ from django_weft.exceptions import (
     IdempotencyKeyReused,
     InvalidIdempotencyKey,
 )
-from django_weft.jobs.nul import NUL_REFUSAL, where_nul
 from django_weft.jobs.registry import Job, check_priority
 from django_weft.jobs.revisions import storable
+from django_weft.jobs.storable import find_unstorable
 from django_weft.models import Document, Run, Schedule
 
 if TYPE_CHECKING:
@@ -164,8 +164,9 @@ def scoped_key(key: str, owner: AbstractBaseUser | None) -> str:
     room = IDEMPOTENCY_KEY_LENGTH - len(prefix)
     if not key.strip() or len(key) > room:
         raise InvalidIdempotencyKey(key, room)
-    if where_nul(key) is not None:
-        raise InvalidIdempotencyKey(key, room, NUL_REFUSAL)
+    found = find_unstorable(key)
+    if found is not None:
+        raise InvalidIdempotencyKey(key, room, found.problem)
     return prefix + key
 
 

@@ -26,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from django_weft.jobs.nul import escape_nul
+from django_weft.jobs.storable import storable_text
 
 __all__ = ["AsyncThrottle", "OutputBuffer", "Throttle"]
 
@@ -109,7 +109,7 @@ class OutputBuffer:
         """
         if not text:
             return
-        text = escape_nul(text)
+        text = storable_text(text)
         parts = text.split("\n")
         try:
             sizes = [len(part.encode("utf-8")) for part in parts]

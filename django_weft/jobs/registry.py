@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from rest_framework import serializers
 
 from django_weft.exceptions import InvalidArgs, UnknownJob
-from django_weft.jobs.nul import NUL_REFUSAL, where_nul
 from django_weft.jobs.retries import Retry
+from django_weft.jobs.storable import find_unstorable
 from django_weft.models.run import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY
 
 if TYPE_CHECKING:
@@ -100,9 +100,9 @@ class Job:
             if self.args is NoArgs
             else self._validate_by_serializer(data, owner)
         )
-        where = where_nul(stored)
-        if where is not None:
-            raise InvalidArgs(self.name, {where: [NUL_REFUSAL]})
+        found = find_unstorable(stored)
+        if found is not None:
+            raise InvalidArgs(self.name, {found.where: [found.problem]})
         return stored
 
     def _validate_by_serializer(

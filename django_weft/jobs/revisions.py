@@ -16,7 +16,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from django_weft.jobs.nul import NUL_REFUSAL, where_nul
+from django_weft.jobs.storable import Unstorable, find_unstorable
 from django_weft.models import Document
 from django_weft.timing import clocks
 
@@ -30,17 +30,19 @@ class DocumentConflict(RuntimeError):
 class InvalidDocument(ValueError):
     """Data a document cannot store (a NUL character): refused at the change that made it."""
 
-    def __init__(self, key: str, where: str) -> None:
+    def __init__(self, key: str, found: Unstorable) -> None:
         self.key = key
-        self.where = where
-        super().__init__(f'document "{key}" cannot store this change: {where}: {NUL_REFUSAL}')
+        self.where = found.where
+        super().__init__(
+            f'document "{key}" cannot store this change: {found.where}: {found.problem}'
+        )
 
 
 def storable(key: str, data: dict[str, Any]) -> dict[str, Any]:
     """``data``, if the document at ``key`` can store it; :class:`InvalidDocument` if not."""
-    where = where_nul(data, "data")
-    if where is not None:
-        raise InvalidDocument(key, where)
+    found = find_unstorable(data, "data")
+    if found is not None:
+        raise InvalidDocument(key, found)
     return data
 
 

@@ -2,7 +2,7 @@
 
 Pure: used by the run step and the finish step alike, so a run's error and a finish
 hook's error are recorded the same way. A NUL character in any of the three is shown as
-"␀" (:func:`~django_weft.jobs.nul.escape_nul`): PostgreSQL's text columns refuse it,
+"␀" (:func:`~django_weft.jobs.storable.storable_text`): PostgreSQL's text columns refuse it,
 and an error that cannot be stored would take the run's outcome with it.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass
 
-from django_weft.jobs.nul import escape_nul
+from django_weft.jobs.storable import storable_text
 
 #: Longest stored traceback, in characters. The end is kept: the frame that raised and
 #: the exception itself are what an operator reads first.
@@ -32,4 +32,6 @@ def record_error(error: BaseException) -> ErrorRecord:
     text = "".join(traceback.format_exception(error))
     if len(text) > MAX_TRACEBACK:
         text = "…(earlier frames cut)\n" + text[-MAX_TRACEBACK:]
-    return ErrorRecord(escape_nul(type(error).__name__), escape_nul(str(error)), escape_nul(text))
+    return ErrorRecord(
+        storable_text(type(error).__name__), storable_text(str(error)), storable_text(text)
+    )

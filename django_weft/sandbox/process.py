@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django_weft.jobs.nul import NUL_REFUSAL, escape_nul, where_nul
+from django_weft.jobs.storable import find_unstorable, storable_text
 from django_weft.sandbox.config import CALL_LIMIT, SETUP_SECONDS, RoomConfig
 from django_weft.sandbox.errors import (
     FAILURES,
@@ -340,15 +340,17 @@ class Child:
 def _answer(message: dict[str, Any]) -> Answer:
     """The answer a message carries; :class:`InvalidAnswer` if it could not be stored."""
     value, output = message.get("value"), _text(message.get("output"))
-    where = where_nul(value, "answer")
-    if where is not None:
-        raise InvalidAnswer(f"the answer cannot be stored: {where}: {NUL_REFUSAL}", output=output)
+    found = find_unstorable(value, "answer")
+    if found is not None:
+        raise InvalidAnswer(
+            f"the answer cannot be stored: {found.where}: {found.problem}", output=output
+        )
     return Answer(value, output)
 
 
 def _text(value: object) -> str:
     """Text from the child (output, a failure's message), as the run may store it."""
-    return escape_nul(value) if isinstance(value, str) else ""
+    return storable_text(value) if isinstance(value, str) else ""
 
 
 def _describe(error: Exception) -> str:

@@ -17,9 +17,15 @@ from django.core.exceptions import ValidationError
 from django_weft import operations
 from django_weft.engine.schedules import save_schedule
 from django_weft.exceptions import InvalidArgs, InvalidIdempotencyKey
-from django_weft.jobs.nul import NUL_REFUSAL, NUL_SHOWN
 from django_weft.jobs.registry import registry
 from django_weft.jobs.revisions import InvalidDocument
+from django_weft.jobs.storable import (
+    NOT_FINITE_REFUSAL,
+    NUL_REFUSAL,
+    NUL_SHOWN,
+    SURROGATE_REFUSAL,
+    SURROGATE_SHOWN,
+)
 from django_weft.models import Document, Run, RunStatus, Schedule
 from django_weft.operations.refusals import describe_refusal
 from django_weft.testing import Rehearsal
@@ -98,6 +104,31 @@ def test_nul_in_the_result_fails_the_run_naming_where(rehearsal: Rehearsal) -> N
         'job "tests.nul_result" returned a result it cannot store: '
         f"result.rows[1].note: {NUL_REFUSAL}",
     )
+
+
+def test_nan_in_the_result_fails_the_run_naming_where(rehearsal: Rehearsal) -> None:
+    """A result holding NaN fails the run (InvalidResult) naming where: jsonb refuses it."""
+    run = run_job(rehearsal, "tests.nan_result")
+    assert_failed_whole(
+        run,
+        "InvalidResult",
+        'job "tests.nan_result" returned a result it cannot store: '
+        f"result.ratio: {NOT_FINITE_REFUSAL}",
+    )
+
+
+def test_lone_surrogate_in_args_is_refused_naming_the_field() -> None:
+    """Args holding a lone surrogate (not UTF-8) are refused like a NUL, naming the field."""
+    with pytest.raises(InvalidArgs) as refused:
+        operations.start(registry.get("tests.anything"), {"note": "a\ud800"})
+    assert refused.value.errors == {"note": [SURROGATE_REFUSAL]}
+    assert not Run.objects.exists()
+
+
+def test_lone_surrogate_in_an_error_is_replaced(rehearsal: Rehearsal) -> None:
+    """An error's message holding a lone surrogate is stored with U+FFFD in its place."""
+    run = run_job(rehearsal, "tests.surrogate_error")
+    assert_failed_whole(run, "ValueError", f"half an emoji: {SURROGATE_SHOWN}")
 
 
 def test_nul_in_an_error_is_shown_as_the_symbol_for_null(rehearsal: Rehearsal) -> None:

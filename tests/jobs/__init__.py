@@ -332,6 +332,18 @@ def nul_result(ctx: RunContext) -> dict[str, Any]:
     return {"rows": [1, {"note": f"a{NUL}b"}]}
 
 
+@job("tests.nan_result")
+def nan_result(ctx: RunContext) -> dict[str, Any]:
+    """Returns a result with NaN inside it, which Python's json writes and jsonb refuses."""
+    return {"ratio": float("nan")}
+
+
+@job("tests.surrogate_error")
+def surrogate_error(ctx: RunContext) -> None:
+    """Raises an exception whose message holds a lone surrogate, which is not UTF-8."""
+    raise ValueError("half an emoji: \ud83d")
+
+
 @job("tests.nul_error")
 def nul_error(ctx: RunContext) -> None:
     """Raises an exception whose message holds a NUL character."""

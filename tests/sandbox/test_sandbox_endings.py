@@ -17,8 +17,8 @@ import pytest
 
 from django_weft.conf import weft_settings
 from django_weft.exceptions import InvalidArgs
-from django_weft.jobs.nul import NUL_REFUSAL, NUL_SHOWN
 from django_weft.jobs.registry import registry
+from django_weft.jobs.storable import NUL_REFUSAL, NUL_SHOWN
 from django_weft.models import Run, RunStatus
 from django_weft.operations import start
 from django_weft.sandbox.protocol import (
