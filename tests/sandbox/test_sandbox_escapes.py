@@ -85,6 +85,7 @@ def test_escape_socket_to_the_database_port(sandbox: Rehearsal, settings: Any) -
     """Even with ``socket`` wrongly allowed, a connection to the database port is refused
     (by the audit hook: the first event on the way, an import or the socket, is enough)."""
     settings.WEFT_SANDBOX_IMPORTS = [*weft_settings.SANDBOX_IMPORTS, "socket"]
+    settings.WEFT_SANDBOX_IMPORT_NAMES = {"socket": ["create_connection"]}
     source = (
         "import socket\n"
         "def default():\n"
@@ -108,6 +109,7 @@ def test_escape_subprocess_run(sandbox: Rehearsal, settings: Any) -> None:
     """Even with ``subprocess`` wrongly allowed, starting a program is refused (by the
     audit hook, at the first event on the way: the pipes it opens, or the program)."""
     settings.WEFT_SANDBOX_IMPORTS = [*weft_settings.SANDBOX_IMPORTS, "subprocess"]
+    settings.WEFT_SANDBOX_IMPORT_NAMES = {"subprocess": ["run"]}
     source = (
         "import subprocess\n"
         "def default():\n"
@@ -126,6 +128,7 @@ def test_escape_fork_bomb(sandbox: Rehearsal) -> None:
 def test_escape_fork_bomb_with_os_allowed(sandbox: Rehearsal, settings: Any) -> None:
     """With ``os`` wrongly allowed, the first fork is refused."""
     settings.WEFT_SANDBOX_IMPORTS = [*weft_settings.SANDBOX_IMPORTS, "os"]
+    settings.WEFT_SANDBOX_IMPORT_NAMES = {"os": ["fork"]}
     run = run_module(sandbox, "import os\n\ndef default():\n    while True:\n        os.fork()\n")
     assert_failed(run, "ForbiddenAccess", 'refused the audit event "os.fork"')
 
@@ -261,6 +264,7 @@ def test_escape_infinite_loop(sandbox: Rehearsal) -> None:
 def test_escape_sleep_past_the_wall_clock(sandbox: Rehearsal, settings: Any) -> None:
     """A module that waits without using CPU is killed by the host's wall clock."""
     settings.WEFT_SANDBOX_IMPORTS = [*weft_settings.SANDBOX_IMPORTS, "time"]
+    settings.WEFT_SANDBOX_IMPORT_NAMES = {"time": ["sleep"]}
     settings.WEFT_SANDBOX_WALL_SECONDS = 1.0
     run = run_module(sandbox, "import time\n\ndef default():\n    time.sleep(60)\n")
     assert_failed(run, "LimitExceeded", "wall-clock limit of 1 s", "WEFT_SANDBOX_WALL_SECONDS")
