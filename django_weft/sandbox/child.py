@@ -32,6 +32,7 @@ from django_weft.sandbox.audit import install_audit_hook
 from django_weft.sandbox.protocol import Limits, read_frame, write_frame
 from django_weft.sandbox.restricted import (
     LAZY_IMPORTS,
+    PRELOADS,
     ModuleSourceError,
     Refused,
     Room,
@@ -73,7 +74,7 @@ def set_up(setup: dict[str, Any]) -> dict[str, dict[str, Any]]:
             __import__(name)
         except ImportError:
             continue  # an allowed name this Python lacks: importing it will fail later
-        for lazy in LAZY_IMPORTS.get(name, ()):
+        for lazy in (*LAZY_IMPORTS.get(name, ()), *PRELOADS.get(name, ())):
             __import__(lazy)
     report: dict[str, dict[str, Any]] = {}
     wanted = set(setup["layers"])

@@ -101,6 +101,12 @@ INTERNAL_TYPES = (CodeType, FrameType, TracebackType, CellType)
 #: refuses names that start with "_"), only the allowed module's C code asks for them.
 LAZY_IMPORTS = {"datetime": ("_strptime",)}
 
+#: Modules the Python code of an allowed module imports on first use, with the real
+#: ``__import__`` (``Counter.most_common`` imports ``heapq``). They are imported before
+#: the module runs, as the audit hook refuses every import after that; the module itself
+#: gets them only if they are allowed.
+PRELOADS = {"collections": ("heapq",)}
+
 #: Attribute names of ``str`` whose format strings read attributes unguarded.
 FORMAT_METHODS = frozenset({"format", "format_map"})
 

@@ -19,6 +19,7 @@ from django_weft.models import RunStatus
 from django_weft.operations import start
 from django_weft.testing import Rehearsal
 from tests.sandbox_helpers import (  # noqa: F401  (layers: a fixture)
+    ESCAPES,
     RogueRunner,
     assert_failed,
     layers,
@@ -200,6 +201,19 @@ def test_escape_frame_of_traceback(sandbox: Rehearsal) -> None:
     )
     run = run_module(sandbox, source)
     assert_failed(run, "ForbiddenAccess", 'attribute "__traceback__" is not allowed')
+
+
+@pytest.mark.parametrize("escape", list(ESCAPES))
+def test_escape_through_helpers_of_allowed_modules(
+    sandbox: Rehearsal, settings: Any, escape: str
+) -> None:
+    """The attacker's escapes through ``functools.update_wrapper``/``wraps``, ``super()``
+    around ``str.format``, a caught refusal erased, an allowed function's globals: each
+    fails naming what was refused (tests/sandbox/test_python_layers.py runs them with the
+    Python layers alone, and keeps a secret)."""
+    source, imports, says = ESCAPES[escape]
+    settings.WEFT_SANDBOX_IMPORTS = [*weft_settings.SANDBOX_IMPORTS, *imports]
+    assert_failed(run_module(sandbox, source, args=["/etc/hostname"]), "ForbiddenAccess", says)
 
 
 # -- code from strings -----------------------------------------------------------------------
