@@ -212,6 +212,7 @@ class Room:
             names[name] = withheld_builtin(self.refuse, name)
         names.update(
             __import__=import_guard(self.refuse, self.views, self.allowed_imports),
+            _getattr_=guarded_getattr,  # not RestrictedPython's own, which safe_builtins has
             getattr=guarded_getattr,
             hasattr=hasattr_guard(guarded_getattr),
             setattr=setattr_guard(self.refuse),
@@ -270,11 +271,11 @@ def import_guard(refuse: Refuse, views: Views, allowed: tuple[str, ...]) -> Call
 
 
 def value_guard(refuse: Refuse, views: Views) -> Callable[[Any, str], Any]:
-    """What a read hands the module: frames, code, tracebacks and cells refused, a module
-    as its view when it is allowed and refused when not."""
+    """What a read hands the module: frames, code, tracebacks, cells and the sandbox's
+    own objects refused, a module as its view when it is allowed and refused when not."""
 
     def check_value(value: Any, what: str) -> Any:
-        if isinstance(value, INTERNAL_TYPES):
+        if isinstance(value, REFUSED_VALUE_TYPES):
             raise refuse(f"{what} is a {type(value).__name__} object, which is not allowed")
         if isinstance(value, ModuleType):
             if not views.may_view(value.__name__):
@@ -457,6 +458,10 @@ class _Printer:
         kwargs["file"] = self
         print(*objects, **kwargs)
 
+
+#: Values no read hands a module: :data:`INTERNAL_TYPES`, and the objects the guards
+#: keep their state in (a walk that reached one would lead to the record of refusals).
+REFUSED_VALUE_TYPES = (*INTERNAL_TYPES, Room, Views, _Printer, _ReadOnly)
 
 _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
     "+=": operator.iadd,

@@ -435,6 +435,14 @@ def test_python_layers_values_refused_on_every_read(value: object, says: str) ->
     assert len(room.refusals) == len(reads)
 
 
+def test_python_layers_guard_objects_refused_as_values() -> None:
+    """The objects the guards keep their state in are refused by every read."""
+    room, module_globals = make_room([])
+    for value in (room, room.views):
+        with pytest.raises(Refused, match=f"is a {type(value).__name__} object"):
+            module_globals["_getattr_"](Holder(value), "value")
+
+
 def test_python_layers_allowed_module_read_as_its_view() -> None:
     """A read that meets an allowed module hands over its view, holding its allow-list."""
     _, module_globals = make_room([])
