@@ -81,7 +81,7 @@ def _public_write(args: tuple[Any, ...]) -> bool:
     """Setting a public attribute of a class the module defined (``Counter.total = 0``)."""
     target, name = args[0], args[1]
     return (
-        isinstance(name, str)
+        type(name) is str  # a subclass could answer startswith as it likes
         and not name.startswith("_")
         and getattr(target, "__module__", None) == MODULE_NAME
     )

@@ -290,13 +290,20 @@ def attribute_guard(refuse: Refuse, check_value: Callable[[Any, str], Any]) -> C
     """``getattr`` and ``_getattr_``: the name and the object checked, then the value."""
 
     def guarded_getattr(obj: Any, name: Any, default: Any = _MISSING) -> Any:
-        if not isinstance(name, str):
-            raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
+        name = plain_name(name)
         check_attribute(refuse, obj, name)
         value = getattr(obj, name) if default is _MISSING else getattr(obj, name, default)
         return check_value(value, f'attribute "{name}"')
 
     return guarded_getattr
+
+
+def plain_name(name: Any) -> str:
+    """``name`` as a plain ``str``: a subclass of the module's own could answer
+    ``startswith`` or ``==`` as it likes, and fool the checks of the name."""
+    if not isinstance(name, str):
+        raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
+    return str.__str__(name)
 
 
 def check_attribute(refuse: Refuse, obj: Any, name: str) -> None:
@@ -373,8 +380,7 @@ def setattr_guard(refuse: Refuse) -> Callable[[Any, Any, Any], None]:
     guard = write_guard(refuse)
 
     def guarded_setattr(obj: Any, name: Any, value: Any) -> None:
-        if not isinstance(name, str):
-            raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
+        name = plain_name(name)
         if name.startswith("_"):
             raise refuse(f'attribute "{name}" is not allowed: it starts with "_"')
         setattr(guard(obj), name, value)

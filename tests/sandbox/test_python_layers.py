@@ -215,6 +215,27 @@ def test_python_layers_walks_refused(
     assert_escape_refused(sandbox, secret, source, "ForbiddenAccess", says)
 
 
+@pytest.mark.parametrize("call", ["getattr((), name)", "setattr(Box(), name, 1)"])
+def test_python_layers_names_of_a_str_subclass(
+    sandbox: Rehearsal, secret: Secret, call: str
+) -> None:
+    """An attribute name of a str subclass whose ``startswith`` says no is checked as the
+    plain string it holds."""
+    source = (
+        "class Sly(str):\n"
+        "    def startswith(self, prefix):\n"
+        "        return False\n"
+        "class Box:\n"
+        "    pass\n"
+        "def default(path):\n"
+        "    name = Sly('__class__')\n"
+        f"    return {call}\n"
+    )
+    assert_escape_refused(
+        sandbox, secret, source, "ForbiddenAccess", 'attribute "__class__" is not allowed'
+    )
+
+
 def test_python_layers_metaclasses_refused(sandbox: Rehearsal, secret: Secret) -> None:
     """A class statement cannot name a metaclass: RestrictedPython refuses the keyword."""
     source = "class A(metaclass=type):\n    pass\ndef default(path):\n    return 1\n"
