@@ -16,6 +16,7 @@ from django.utils.module_loading import import_string
 
 from django_weft.conf import weft_settings
 from django_weft.sandbox import containment
+from django_weft.sandbox.allowlist import REFUSED_MODULES, allowed_names, no_allow_list, refusal
 from django_weft.sandbox.protocol import MANDATORY_LAYERS, OPTIONAL_LAYERS
 from django_weft.sandbox.runner import containment_problem
 
@@ -241,7 +242,58 @@ def check_sandbox_settings(
         )
     messages += _check_required_layers(layers)
     messages += _check_sandbox_numbers()
+    messages += _check_import_names(imports)
     return messages
+
+
+def _check_import_names(imports: Any) -> list[CheckMessage]:
+    """E040: the allow-lists a project adds are sound; E041: every allowed import has one."""
+    configured = weft_settings.raw("WEFT_SANDBOX_IMPORT_NAMES")
+    problems = _import_names_problems(configured)
+    messages: list[CheckMessage] = [
+        Error(
+            f"WEFT_SANDBOX_IMPORT_NAMES must map module names to lists of public names "
+            f'such as {{"mylib": ["parse"]}}: {problem}.',
+            id="django_weft.E040",
+        )
+        for problem in problems
+    ]
+    if problems or not _names(imports) or not all(MODULE_PATH.match(name) for name in imports):
+        return messages  # E040 or E021 already says what is wrong
+    for module in imports:
+        if allowed_names(module, configured) is None:
+            messages.append(
+                Error(
+                    f'WEFT_SANDBOX_IMPORTS allows "{module}", which cannot be imported: '
+                    f"{no_allow_list(module)}.",
+                    id="django_weft.E041",
+                )
+            )
+    return messages
+
+
+def _import_names_problems(configured: Any) -> list[str]:
+    if not isinstance(configured, dict):
+        return [f"not {configured!r}"]
+    problems = []
+    for module, names in configured.items():
+        if not isinstance(module, str) or not MODULE_PATH.match(module):
+            problems.append(f"{module!r} is not a module name")
+        elif module in REFUSED_MODULES:
+            problems.append(f'"{module}" cannot be given names: {REFUSED_MODULES[module]}')
+        elif not _names(names) or not all(_public(name) for name in names):
+            problems.append(f'the names of "{module}" must be public identifiers, not {names!r}')
+        else:
+            problems += [
+                f"{module}.{name} cannot be allowed: {refusal(module, name)}"
+                for name in names
+                if refusal(module, name) is not None
+            ]
+    return problems
+
+
+def _public(name: str) -> bool:
+    return name.isidentifier() and not name.startswith("_")
 
 
 MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")

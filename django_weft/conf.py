@@ -50,6 +50,10 @@ class Setting(Generic[T]):
         return self.convert(value) if self.convert else cast(T, value)
 
 
+def _names_by_module(value: Any) -> dict[str, tuple[str, ...]]:
+    return {module: tuple(names) for module, names in dict(value).items()}
+
+
 class WeftSettings:
     """Every ``WEFT_*`` setting with its default."""
 
@@ -134,6 +138,10 @@ class WeftSettings:
         tuple,
     )
     """The modules a stored module may import (and their submodules)."""
+
+    SANDBOX_IMPORT_NAMES: Setting[dict[str, tuple[str, ...]]] = Setting({}, _names_by_module)
+    """Names a stored module may read from a module, beyond its built-in allow-list: the
+    allow-list of a module of the project's own, or more names of a listed one."""
 
     SANDBOX_LAYERS: Setting[tuple[str, ...]] = Setting(
         ("network_namespace", "landlock", "seccomp", "bubblewrap"), tuple

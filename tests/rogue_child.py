@@ -36,6 +36,8 @@ READY = {
         name: {"active": True} for name in ("limits", "network_namespace", "landlock", "seccomp")
     },
 }
+REFUSAL = {"type": "refusal", "kind": "forbidden_access", "message": "the first refusal"}
+RECORD_CALL = {"type": "host_call", "id": 1, "name": "tests.record", "args": [1]}
 
 BEHAVIOURS = {
     # Bytes that are not a frame of JSON.
@@ -60,10 +62,24 @@ BEHAVIOURS = {
     "deep": lambda: os.write(
         1, frame_text('{"type":"answer","value":' + "[" * 100_000 + "]" * 100_000 + "}")
     ),
+    # A refusal, then an answer as if nothing had been refused (a module that erased the
+    # child's record of it).
+    "refusal_then_answer": lambda: os.write(
+        1, frame(REFUSAL) + frame({"type": "answer", "value": "erased", "output": "printed"})
+    ),
+    # A refusal, then a host call for a function the module is granted.
+    "refusal_then_host_call": lambda: os.write(
+        1,
+        frame(REFUSAL) + frame({"type": "host_call", "id": 1, "name": "tests.record", "args": []}),
+    ),
+    # A refusal of a kind no guard refuses with.
+    "bad_refusal": lambda: os.write(
+        1, frame({"type": "refusal", "kind": "victory", "message": ""})
+    ),
     # Silence until the wall clock runs out.
     "silent": lambda: time.sleep(3600),
     # Exit without an answer.
-    "exit": lambda: os._exit(3),
+    "exit": lambda: os._exit(5),
 }
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import override_settings
 
 from django_weft.jobs.registry import registry
 from django_weft.models import Module, ModuleRevision, Run, RunStatus
@@ -84,6 +85,7 @@ def run_without_python_layers(
     """
     config = RoomConfig(
         imports=(),
+        import_names=(),
         layers=layers,
         required_layers=(),
         limits=Limits(
@@ -103,6 +105,75 @@ def run_without_python_layers(
         ModuleCall(module="tests/kernel", source=source, args=args or []), host=lambda name: None
     )
     return answer.value
+
+
+def python_layers_only() -> override_settings:
+    """Settings under which only the Python layers hold (RestrictedPython, the guards, the
+    audit hook) with the limits: every optional kernel layer is off, which only the unsafe
+    setting lets a run do. Tests that the Python layers hold on their own use this, so a
+    change to how that is switched on is made here.
+    """
+    return override_settings(WEFT_SANDBOX_LAYERS=[], WEFT_SANDBOX_UNSAFE_UNCONTAINED=True)
+
+
+#: A module that uses what well-behaved modules use; it must go on succeeding.
+WELL_BEHAVED_SOURCE = """\
+import json
+import math
+import re
+from collections import Counter
+from datetime import datetime, timedelta
+
+
+class Tally:
+    def __init__(self, words):
+        self.counts = Counter(words)
+
+    def top(self, n):
+        return [word for word, _ in self.counts.most_common(n)]
+
+
+def scaled(factor):
+    def scale(value):
+        return value * factor
+    return scale
+
+
+def default():
+    words = re.findall(r"[a-z]+", "the cat and the hat and the bat")
+    day = datetime(2026, 3, 7) + timedelta(days=1)
+    double = scaled(2)
+    print(f"{len(words)} words")
+    return json.loads(json.dumps({
+        "top": Tally(words).top(2),
+        "day": day.date().isoformat(),
+        "root": math.isqrt(double(8)),
+        "squares": {n: n * n for n in range(3)},
+    }))
+"""
+
+#: What :data:`WELL_BEHAVED_SOURCE` answers (JSON turns the int keys into strings).
+WELL_BEHAVED_ANSWER = {
+    "top": ["the", "and"],
+    "day": "2026-03-08",
+    "root": 4,
+    "squares": {"0": 0, "1": 1, "2": 4},
+}
+
+
+def assert_well_behaved_runs(rehearsal: Rehearsal) -> None:
+    """A well-behaved module still runs to its answer in the same worker."""
+    run = run_module(rehearsal, WELL_BEHAVED_SOURCE, name="tests/well-behaved")
+    assert (run.status, run.result) == (RunStatus.DONE, WELL_BEHAVED_ANSWER), run.error_message
+
+
+def assert_kept_secret(run: Run, secret: str) -> None:
+    """``secret`` is in no field of the run, its state document or its output."""
+    run.refresh_from_db()
+    fields = [repr(getattr(run, field.attname)) for field in Run._meta.concrete_fields]
+    if run.state is not None:
+        fields.append(repr(run.state.data))
+    assert not [field for field in fields if secret in field], fields
 
 
 def store(source: str, name: str = "tests/escape", grants: list[str] | None = None) -> Module:
@@ -175,6 +246,16 @@ def secret() -> str:
     return "the host's secret"
 
 
+#: The args of every call of ``tests.record``, in this process.
+RECORDED: list[list[Any]] = []
+
+
+@host_function("tests.record")
+def record(*args: Any) -> None:
+    """A host function with an effect the tests can see: it notes that it ran."""
+    RECORDED.append(list(args))
+
+
 @host_function("tests.fails")
 def fails(reason: str) -> None:
     raise ValueError(reason)
@@ -228,3 +309,101 @@ class SigxcpuIgnoringRunner(ProcessRunner):
         child = super().spawn(config)
         self.children.append(child)
         return child
+
+
+# -- the attacker's escapes through helpers of allowed modules ------------------------------
+# Each ended ``done`` before the Python layers were rebuilt; each module's ``default(path)``
+# is given the path of a secret file.
+
+#: update_wrapper copies the child's own globals (the host function's) into the module's,
+#: rebinds the audit hook's allow-list, then lists directories and reads files.
+ESCAPE_UPDATE_WRAPPER = """\
+import functools
+class Events:
+    ALLOWED_EVENTS = frozenset({"os.listdir", "os.scandir", "open", "builtins.id", "time.sleep"})
+def default(path):
+    functools.update_wrapper(default, host, assigned=(), updated=("__globals__",))
+    functools.update_wrapper(layers, Events, assigned=("ALLOWED_EVENTS",), updated=())
+    return [sorted(os.listdir("/")), os.environ.get("WEFT_TEST_SECRET"), open(path).read()]
+"""
+
+#: The same with ``@functools.wraps`` as a decorator.
+ESCAPE_WRAPS = """\
+import functools
+@functools.wraps(host, assigned=(), updated=("__globals__",))
+def grab():
+    pass
+def default(path):
+    return open(path).read()
+"""
+
+#: ``updated=("__dict__",)`` copies a real module's globals onto an object of the module.
+ESCAPE_WRAPS_DICT = """\
+import functools
+import statistics
+class Holder:
+    pass
+def default(path):
+    holder = Holder()
+    functools.update_wrapper(default, statistics.mean, assigned=(), updated=("__globals__",))
+    functools.wraps(sys, assigned=(), updated=("__dict__",))(holder)
+    return holder.modules["os"].environ.get("WEFT_TEST_SECRET")
+"""
+
+#: str.format through a super() of a str subclass: the guard saw a super, not a str.
+ESCAPE_SUPER_FORMAT = """\
+class S(str):
+    pass
+def default(path):
+    return super(S, S("{0.__globals__[os].environ}")).format(host)
+"""
+
+#: The guards were bound methods of the room: attrgetter reached it and a helper
+#: cleared the record of the refusal the module had caught.
+ESCAPE_ERASE_REFUSAL = """\
+import functools
+import operator
+class Blank:
+    first = None
+def default(path):
+    try:
+        getattr((), "__class__")
+    except BaseException:
+        pass
+    room = operator.attrgetter("__self__")(getattr)
+    functools.update_wrapper(room.refusals, Blank, assigned=("first",), updated=())
+    return "erased"
+"""
+
+#: A function of an allowed module leads to its module's globals (``sys``).
+ESCAPE_ALLOWED_FUNCTION_GLOBALS = """\
+import functools
+import statistics
+def default(path):
+    functools.update_wrapper(default, statistics.mean, assigned=(), updated=("__globals__",))
+    return sys.modules["os"].environ.get("WEFT_TEST_SECRET")
+"""
+
+UPDATE_WRAPPER_REFUSED = (
+    "functools.update_wrapper is not allowed: it copies attributes by name, unguarded"
+)
+WRAPS_REFUSED = "functools.wraps is not allowed: it copies attributes by name, unguarded"
+
+#: Each escape: its source, the modules it needs allowed beyond the defaults, and what
+#: its refusal says.
+ESCAPES: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "update_wrapper": (ESCAPE_UPDATE_WRAPPER, (), UPDATE_WRAPPER_REFUSED),
+    "wraps": (ESCAPE_WRAPS, (), WRAPS_REFUSED),
+    "wraps-dict": (ESCAPE_WRAPS_DICT, (), UPDATE_WRAPPER_REFUSED),
+    "allowed-function-globals": (ESCAPE_ALLOWED_FUNCTION_GLOBALS, (), UPDATE_WRAPPER_REFUSED),
+    "super-format": (
+        ESCAPE_SUPER_FORMAT,
+        (),
+        "str.format is not allowed: its format strings read attributes unguarded",
+    ),
+    "erase-refusal": (
+        ESCAPE_ERASE_REFUSAL,
+        ("operator",),
+        'attribute "__class__" is not allowed: it starts with "_"',
+    ),
+}

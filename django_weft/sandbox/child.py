@@ -8,7 +8,9 @@ runs it, and answers once, with the JSON answer or the failure, then exits. A ch
 is never given a second call, so nothing one module leaves behind reaches another.
 
 While the module runs, ``host(name, *args)`` asks the host to run a host function and
-waits for its reply; the host decides whether the module is granted it.
+waits for its reply; the host decides whether the module is granted it. The moment a
+guard or the audit hook refuses something, the child tells the host in a *refusal*
+frame, and the host fails the call with the first one whatever the child sends next.
 
 Stray writes to the standard output go to the standard error, which the host reads
 apart: the only way to the host's end of the pipe is :func:`~.protocol.write_frame`.
@@ -29,6 +31,8 @@ from types import TracebackType
 from typing import Any
 
 from django_weft.sandbox import layers, seccomp
+from django_weft.sandbox.allowlist import MODULE_NAMES
+from django_weft.sandbox.audit import install_audit_hook
 from django_weft.sandbox.protocol import (
     EXIT_OUT_OF_MEMORY,
     OUT_OF_MEMORY,
@@ -38,12 +42,14 @@ from django_weft.sandbox.protocol import (
 )
 from django_weft.sandbox.restricted import (
     LAZY_IMPORTS,
+    PRELOADS,
     ModuleSourceError,
     Refused,
     Room,
     compile_module,
     module_filename,
 )
+from django_weft.sandbox.views import is_allowed
 
 #: Largest setup frame the child accepts.
 SETUP_LIMIT = 64 * 1024
@@ -73,12 +79,12 @@ def standard_library_paths() -> list[str]:
 
 def set_up(setup: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Import the allowed modules and apply every layer; return which are active."""
-    for name in setup["imports"]:
+    for name in _modules_to_import(setup):
         try:
             __import__(name)
         except ImportError:
             continue  # an allowed name this Python lacks: importing it will fail later
-        for lazy in LAZY_IMPORTS.get(name, ()):
+        for lazy in (*LAZY_IMPORTS.get(name, ()), *PRELOADS.get(name, ())):
             __import__(lazy)
     report: dict[str, dict[str, Any]] = {}
     wanted = set(setup["layers"])
@@ -95,6 +101,18 @@ def set_up(setup: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return report
 
 
+def _modules_to_import(setup: dict[str, Any]) -> list[str]:
+    """The allowed modules, and the allow-listed submodules of them (``collections.abc``):
+    once the module runs, nothing more can be imported."""
+    allowed = setup["imports"]
+    submodules = [
+        name
+        for name in (*MODULE_NAMES, *setup["import_names"])
+        if "." in name and is_allowed(name, allowed)
+    ]
+    return list(dict.fromkeys((*allowed, *submodules)))
+
+
 def _apply_optional(wanted: bool, apply: Callable[[], str]) -> dict[str, Any]:
     if not wanted:
         return {"active": False, "reason": "switched off (WEFT_SANDBOX_LAYERS)"}
@@ -104,52 +122,72 @@ def _apply_optional(wanted: bool, apply: Callable[[], str]) -> dict[str, Any]:
         return {"active": False, "reason": str(error)}
 
 
-class Host:
-    """The module's way to the host: one frame out, one reply in, per call."""
+def host_caller(inbox: int, outbox: int, reply_limit: int) -> Callable[..., Any]:
+    """The module's ``host(name, *args)``: one frame out, one reply in, per call.
 
-    def __init__(self, inbox: int, outbox: int, reply_limit: int) -> None:
-        self.inbox = inbox
-        self.outbox = outbox
-        self.reply_limit = reply_limit
-        self.calls = 0
+    A closure, so the module holds no object with the pipes' descriptors as attributes.
+    """
+    calls = [0]
 
-    def call(self, name: str, *args: Any) -> Any:
+    def host(name: str, *args: Any) -> Any:
         if not isinstance(name, str):
             raise HostError(f"a host function is named by a string, not {type(name).__name__}")
         try:
             json.dumps(args, allow_nan=False)
         except (TypeError, ValueError) as error:
             raise HostError(f'the args of host function "{name}" are not JSON: {error}') from None
-        self.calls += 1
-        write_frame(
-            self.outbox, {"type": "host_call", "id": self.calls, "name": name, "args": list(args)}
-        )
-        reply = read_frame(self.inbox, self.reply_limit)
-        if reply.get("type") != "host_reply" or reply.get("id") != self.calls:
+        calls[0] += 1
+        number = calls[0]
+        write_frame(outbox, {"type": "host_call", "id": number, "name": name, "args": list(args)})
+        reply = read_frame(inbox, reply_limit)
+        if reply.get("type") != "host_reply" or reply.get("id") != number:
             raise Failure("raised", "the host sent something other than the reply")
         if not reply.get("ok"):
             raise HostError(str(reply.get("error", "the host function failed")))
         return reply.get("value")
 
+    return host
 
-def run_call(call: dict[str, Any], setup: dict[str, Any], host: Host) -> dict[str, Any]:
-    """Compile and run the module, and call its callable: the answer frame, or a failure."""
+
+def refusal_reporter(outbox: int) -> Callable[[Refused], None]:
+    """Sends a refusal to the host the moment it is made: a ``refusal`` frame."""
+
+    def report(error: Refused) -> None:
+        write_frame(outbox, {"type": "refusal", "kind": error.kind, "message": str(error)})
+
+    return report
+
+
+def run_call(
+    call: dict[str, Any],
+    setup: dict[str, Any],
+    host: Callable[..., Any],
+    report: Callable[[Refused], None],
+) -> dict[str, Any]:
+    """Compile and run the module, and call its callable: the answer frame, or a failure.
+
+    ``report`` tells the host of the first refusal as it happens.
+    """
     limits = setup["limits"]
-    room = Room(allowed_imports=setup["imports"], output_limit=limits["output_bytes"])
-    net = layers.AuditNet(room.refuse)
+    room = Room(
+        allowed_imports=setup["imports"],
+        import_names=setup["import_names"],
+        output_limit=limits["output_bytes"],
+        report=report,
+    )
     try:
         try:
             code = compile_module(call["source"], call["module"])
         except ModuleSourceError as error:
             raise Failure("syntax", str(error)) from None
         module_globals = room.module_globals(
-            {"context": call["context"], "host": host.call, "HostError": HostError}
+            {"context": call["context"], "host": host, "HostError": HostError}
         )
-        net.arm(code)
+        after_module = install_audit_hook(code, room.refuse)
         try:
             encoded = _call_module(room, code, module_globals, call)
         finally:
-            net.disarm()
+            after_module()
     except Failure as failure:
         message = failure.message
         if failure.traceback is not None:
@@ -172,7 +210,7 @@ def _call_module(
     """Run the module and its callable, and return the answer as JSON text.
 
     Everything here may run the module's code (its ``__str__``, its ``items()``), so it
-    all happens while the audit net is armed, and the answer leaves as plain text.
+    all happens while the audit hook is armed, and the answer leaves as plain text.
     """
     name, method, args = call["module"], call["method"], call["args"]
     try:
@@ -182,7 +220,7 @@ def _call_module(
             has = "no callable" if target is None else f"a {type(target).__name__}, not a callable,"
             raise Failure("missing_method", f'module "{name}" has {has} named "{method}"')
         answer = target(*args) if isinstance(args, list) else target(**args)
-        if room.refusals.first is None:
+        if room.first_refusal is None:
             try:
                 return json.dumps(answer, allow_nan=False)
             except (TypeError, ValueError) as error:
@@ -199,7 +237,7 @@ def _call_module(
         ) from None
     except BaseException as error:
         raise Failure("raised", f"{type(error).__name__}: {error}", error.__traceback__) from None
-    first = room.refusals.first
+    first = room.first_refusal
     assert first is not None
     raise Failure(first.kind, str(first))
 
@@ -233,12 +271,12 @@ def main() -> None:
         call = read_frame(inbox, setup["call_limit"])
     except EOFError:
         os._exit(0)  # a pooled child the host no longer needs
-    host = Host(inbox, outbox, reply_limit)
+    host = host_caller(inbox, outbox, reply_limit)
     try:
         if setup.get("python_layers") is False:
             write_frame(outbox, run_call_without_python_layers(call, host))
         else:
-            write_frame(outbox, run_call(call, setup, host))
+            write_frame(outbox, run_call(call, setup, host, refusal_reporter(outbox)))
     except MemoryError:
         # What the module left behind fills the memory still: not even the failure
         # frame fits. The exit status says it instead.
@@ -246,7 +284,9 @@ def main() -> None:
     os._exit(0)
 
 
-def run_call_without_python_layers(call: dict[str, Any], host: Host) -> dict[str, Any]:
+def run_call_without_python_layers(
+    call: dict[str, Any], host: Callable[..., Any]
+) -> dict[str, Any]:
     """Run the module as plain Python: no RestrictedPython, no guards, no audit hook.
 
     Only the kernel layers and the limits hold here, which is what the tests of those
@@ -257,7 +297,7 @@ def run_call_without_python_layers(call: dict[str, Any], host: Host) -> dict[str
     module_globals: dict[str, Any] = {
         "__name__": call["module"],
         "context": call["context"],
-        "host": host.call,
+        "host": host,
         "HostError": HostError,
     }
     try:

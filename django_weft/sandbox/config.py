@@ -27,6 +27,8 @@ class RoomConfig:
     """Everything a child is set up with, and what the host holds it to."""
 
     imports: tuple[str, ...]
+    #: ``WEFT_SANDBOX_IMPORT_NAMES``, as pairs so the config stays hashable.
+    import_names: tuple[tuple[str, tuple[str, ...]], ...]
     layers: tuple[str, ...]
     required_layers: tuple[str, ...]
     limits: Limits
@@ -43,6 +45,7 @@ class RoomConfig:
     def from_settings(cls) -> RoomConfig:
         return cls(
             imports=weft_settings.SANDBOX_IMPORTS,
+            import_names=tuple(sorted(weft_settings.SANDBOX_IMPORT_NAMES.items())),
             layers=weft_settings.SANDBOX_LAYERS,
             required_layers=weft_settings.SANDBOX_REQUIRED_LAYERS,
             limits=Limits(
@@ -60,6 +63,7 @@ class RoomConfig:
         return {
             "type": "setup",
             "imports": list(self.imports),
+            "import_names": {module: list(names) for module, names in self.import_names},
             "layers": [name for name in self.layers if name != "bubblewrap"],
             "limits": self.limits.as_dict(),
             "call_limit": CALL_LIMIT,

@@ -8,8 +8,8 @@ apply them does not run the module.
 Order matters, and :mod:`.child` keeps it: namespaces first (``unshare`` needs a single
 thread and nothing locked yet), then Landlock (which opens the paths it allows), then
 the resource limits (the open-file limit would stop Landlock), then seccomp
-(:mod:`.seccomp`, which forbids what came before), and the audit hook last, just before
-the module's code.
+(:mod:`.seccomp`, which forbids what came before), and the audit hook (:mod:`.audit`)
+last, just before the module's code.
 """
 
 from __future__ import annotations
@@ -18,13 +18,9 @@ import ctypes
 import math
 import os
 import resource
-import sys
-from collections.abc import Callable, Iterable
-from types import CodeType
-from typing import Any
+from collections.abc import Iterable
 
 from django_weft.sandbox.protocol import Limits
-from django_weft.sandbox.restricted import MODULE_NAME
 
 #: The C library, for the system calls Python has no wrapper for.
 libc = ctypes.CDLL(None, use_errno=True)
@@ -179,54 +175,3 @@ def apply_limits(limits: Limits) -> None:
             resource.setrlimit(getattr(resource, name), (soft, hard))
         except (ValueError, OSError) as error:
             raise LayerFailed(f"setrlimit({name}, {soft}) failed: {error}") from None
-
-
-# -- the audit hook (mandatory) -----------------------------------------------------------
-
-#: Audit events a module's code may cause. Anything else (opening a file, importing,
-#: compiling, ``os.*``, ``socket.*``, ``subprocess.*``, ``ctypes.*``, frame and
-#: ``gc`` introspection, ``object.__getattr__`` on restricted members ...) is refused.
-ALLOWED_EVENTS = frozenset({"builtins.id", "time.sleep"})
-
-
-class AuditNet:
-    """A PEP 578 audit hook refusing every event but the running of one code object and a
-    few more, while armed.
-
-    Hooks cannot be removed, so once armed it holds even if every guard above it fails.
-    The child disarms it only after the module's last line ran and its answer was turned
-    into JSON text, to read the traceback of a failure (which the hook refuses too).
-    """
-
-    def __init__(self, refuse: Callable[[str], BaseException]) -> None:
-        self._refuse = refuse
-        self._code: CodeType | None = None
-        self._armed = False
-
-    def arm(self, code: CodeType) -> None:
-        self._code = code
-        self._armed = True
-        sys.addaudithook(self._hook)
-
-    def disarm(self) -> None:
-        self._armed = False
-
-    def _hook(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self._armed or event in ALLOWED_EVENTS:
-            return
-        if event == "exec" and args and args[0] is self._code:
-            return
-        if event in ("object.__setattr__", "object.__delattr__") and _public_write(args):
-            return
-        detail = f" ({args[0]!r})" if args and isinstance(args[0], str | bytes | int) else ""
-        raise self._refuse(f'the sandbox refused the audit event "{event}"{detail}')
-
-
-def _public_write(args: tuple[Any, ...]) -> bool:
-    """Setting a public attribute of a class the module defined (``Counter.total = 0``)."""
-    target, name = args[0], args[1]
-    return (
-        isinstance(name, str)
-        and not name.startswith("_")
-        and getattr(target, "__module__", None) == MODULE_NAME
-    )

@@ -55,6 +55,9 @@ STDERR_KEPT = 8 * 1024
 
 Check = Callable[[], None]
 
+#: The kinds of failure a guard or the audit hook can refuse with, as the child reports it.
+REFUSAL_KINDS = frozenset({"forbidden_access", "forbidden_import", "limit"})
+
 
 @dataclass(frozen=True)
 class ModuleCall:
@@ -147,10 +150,32 @@ class Child:
             if len(encode(frame)) > CALL_LIMIT:
                 raise LimitExceeded(f"the call is over {CALL_LIMIT} bytes (source and args)")
             self._send(frame)
-            deadline = time.monotonic() + self.config.wall_seconds
+            return self._converse(call, host, check)
+        finally:
+            self.kill()
+
+    def _converse(
+        self,
+        call: ModuleCall,
+        host: Callable[[str], HostFunction | None],
+        check: Check | None,
+    ) -> Answer:
+        """Serve the child's messages until its answer or failure.
+
+        Once the child reported a refusal, the call fails with that first refusal
+        whatever follows (an answer, a failure, a limit, the child's death), and no host
+        function runs for it any more.
+        """
+        refusal: dict[str, Any] | None = None
+        deadline = time.monotonic() + self.config.wall_seconds
+        try:
             while True:
                 message = self._next(deadline, check, "answer")
-                if message["type"] == "host_call":
+                if message["type"] == "refusal":
+                    refusal = refusal or self._refusal(message)
+                elif refusal is not None and message["type"] in ("host_call", "answer", "failure"):
+                    break
+                elif message["type"] == "host_call":
                     self._host_call(message, call, host)
                 elif message["type"] == "answer":
                     return _answer(message)
@@ -158,8 +183,18 @@ class Child:
                     raise self._failure(message)
                 else:
                     raise self._violation(f'an unexpected "{message["type"]}" message')
-        finally:
-            self.kill()
+        except SandboxError:
+            if refusal is None:
+                raise
+            raise self._failure(refusal) from None
+        raise self._failure({**refusal, "output": message.get("output")})
+
+    def _refusal(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A refusal frame, checked: a kind a refusal can have and a message."""
+        kind, text = message.get("kind"), message.get("message")
+        if kind not in REFUSAL_KINDS or not isinstance(text, str):
+            raise self._violation(f"a refusal of kind {kind!r}")
+        return {"kind": kind, "message": text}
 
     def _host_call(
         self,

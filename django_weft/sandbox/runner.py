@@ -140,6 +140,7 @@ def containment_problem(layers: tuple[str, ...]) -> str | None:
     """
     config = RoomConfig(
         imports=(),
+        import_names=(),
         layers=layers,
         required_layers=(),
         limits=PROBE_LIMITS,

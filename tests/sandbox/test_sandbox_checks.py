@@ -1,5 +1,5 @@
-"""The system checks of the ``WEFT_SANDBOX_*`` settings, E020 to E032 and W030, one test
-per id.
+"""The system checks of the ``WEFT_SANDBOX_*`` settings, E020 to E032, W030, E040 and
+E041, one test per id.
 
 Each id is triggered through ``override_settings`` and read back from ``run_checks()``;
 the message must name the setting and the bad value. E030 probes this host with a real
@@ -22,6 +22,7 @@ from django.test import override_settings
 
 from django_weft.conf import weft_settings
 from django_weft.sandbox import bubblewrap
+from django_weft.sandbox.allowlist import MODULE_NAMES
 from django_weft.sandbox.protocol import OPTIONAL_LAYERS
 from django_weft.sandbox.runner import containment_problem
 from tests.test_checks import only, weft_messages
@@ -251,3 +252,65 @@ def test_checks_sandbox_host_that_forbids_namespaces() -> None:
         '"network_namespace" is off (unshare(CLONE_NEWNET) failed: Operation not permitted'
     ), (result.stdout, result.stderr)
     assert len(result.stdout.splitlines()) == 1, result.stdout
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (["mylib"], "not ['mylib']"),
+        ({"my lib": ["parse"]}, "'my lib' is not a module name"),
+        ({"mylib": "parse"}, "must be public identifiers, not 'parse'"),
+        ({"mylib": ["_secret"]}, "must be public identifiers, not ['_secret']"),
+        ({"mylib": ["no-dash"]}, "must be public identifiers"),
+        ({"functools": ["wraps"]}, "functools.wraps cannot be allowed: it copies attributes"),
+        ({"operator": ["attrgetter"]}, "operator.attrgetter cannot be allowed: it reads"),
+        ({"copy": ["copy"]}, '"copy" cannot be given names: copy.copy and copy.deepcopy'),
+    ],
+    ids=[
+        "not-a-dict",
+        "bad-module",
+        "names-a-string",
+        "private",
+        "not-identifier",
+        "wraps",
+        "attrgetter",
+        "copy",
+    ],
+)
+def test_checks_sandbox_import_names_invalid(value: Any, says: str) -> None:
+    """E040: a dict of module names to lists of public names, none of the refused helpers."""
+    with override_settings(WEFT_SANDBOX_IMPORT_NAMES=value):
+        (message,) = only("django_weft.E040")
+    assert "WEFT_SANDBOX_IMPORT_NAMES" in message.msg
+    assert says in message.msg, message.msg
+
+
+def test_checks_sandbox_import_names_valid() -> None:
+    """E040 passes an allow-list of the project's own and more names for a listed module."""
+    with override_settings(
+        WEFT_SANDBOX_IMPORTS=["math", "mylib"],
+        WEFT_SANDBOX_IMPORT_NAMES={"mylib": ["parse"], "math": ["pi"]},
+    ):
+        assert weft_messages() == []
+
+
+@pytest.mark.parametrize(
+    ("module", "says"),
+    [
+        ("mylib", 'the module "mylib" has no attribute allow-list'),
+        ("os", 'the module "os" has no attribute allow-list'),
+        ("copy", "copy.copy and copy.deepcopy read objects' inner state"),
+    ],
+)
+def test_checks_sandbox_import_without_allow_list(module: str, says: str) -> None:
+    """E041: an allowed import with no built-in or configured allow-list cannot be imported."""
+    with override_settings(WEFT_SANDBOX_IMPORTS=["math", module]):
+        (message,) = only("django_weft.E041")
+    assert f'WEFT_SANDBOX_IMPORTS allows "{module}", which cannot be imported' in message.msg
+    assert says in message.msg, message.msg
+
+
+def test_checks_sandbox_project_modules_with_built_in_allow_lists() -> None:
+    """E041 passes every module with a built-in allow-list, the optional ones included."""
+    with override_settings(WEFT_SANDBOX_IMPORTS=list(MODULE_NAMES)):
+        assert weft_messages() == []

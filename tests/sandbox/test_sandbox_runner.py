@@ -182,6 +182,7 @@ def test_pool_children_serve_one_call_each(settings: Any) -> None:
     state."""
     settings.WEFT_SANDBOX_POOL_SIZE = 2
     settings.WEFT_SANDBOX_IMPORTS = ["os"]  # os.urandom tells processes apart; this test only
+    settings.WEFT_SANDBOX_IMPORT_NAMES = {"os": ["urandom"]}
     store(
         "import os\n"
         "SEEN = []\n"
