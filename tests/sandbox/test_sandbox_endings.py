@@ -136,6 +136,7 @@ def test_ending_memory_bombs(rehearsal: Rehearsal, settings: Any, bomb: str) -> 
 def test_ending_wall_clock(rehearsal: Rehearsal, settings: Any) -> None:
     """A module that waits past the wall clock ends at the wall-clock limit."""
     settings.WEFT_SANDBOX_IMPORTS = [*weft_settings.SANDBOX_IMPORTS, "time"]
+    settings.WEFT_SANDBOX_IMPORT_NAMES = {"time": ["sleep"]}
     settings.WEFT_SANDBOX_WALL_SECONDS = 1.0
     run = ended(rehearsal, settings, "import time\n\ndef default():\n    time.sleep(60)\n")
     assert_ended(run, "LimitExceeded", "wall-clock limit of 1 s")
