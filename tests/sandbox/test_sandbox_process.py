@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +53,15 @@ def test_runjobs_survives_escaping_modules() -> None:
     for name, run in runs.items():
         assert Run.objects.get(pk=run.pk).error_type == ESCAPES[name][1], name
     assert Run.objects.get(pk=alive.pk).result == "alive"
+
+
+def test_ci_runs_the_sandbox_tests_unprivileged() -> None:
+    """Nothing of the sandbox needs root: CI runs these tests, the escape corpus and the
+    kernel layers included, once more as a user who is not root, and fails if they fail."""
+    root = Path(__file__).resolve().parents[2]
+    ci = (root / ".ci" / "run").read_text()
+    script = (root / "scripts" / "test_sandbox_unprivileged.sh").read_text()
+    assert "bash scripts/test_sandbox_unprivileged.sh" in ci
+    assert 'runuser -u "$USER_NAME"' in script
+    assert "useradd --system" in script
+    assert " tests/sandbox " in script
