@@ -23,10 +23,15 @@ from django.test import override_settings
 from django.utils import timezone
 
 from django_weft.engine.claiming import claim, deployed_pairs
+from django_weft.engine.execution import Execution, report_of
+from django_weft.engine.finishing import AttemptReport
 from django_weft.engine.liveness import key_sql, lock_key
 from django_weft.engine.reaping import mark_dead
+from django_weft.engine.reports import Reports
 from django_weft.engine.worker import Worker
+from django_weft.jobs.connections import limit_session
 from django_weft.jobs.registry import registry
+from django_weft.live.changes import Changes
 from django_weft.models import Document, Run, RunStatus, WorkerProcess
 from django_weft.operations import start
 from tests.faults.conftest import FAST_HEARTBEAT, lock_holder, test_database
@@ -140,6 +145,97 @@ def test_the_worker_loop_has_its_statement_and_lock_timeouts(postgres: PostgresC
             assert shown() == ("0", "0")
         finally:
             worker.close()
+
+
+# -- a locked row delays only its own run --------------------------------------------------------
+
+
+def claimed(job_name: str, worker: WorkerProcess) -> tuple[Execution, AttemptReport]:
+    """A run of ``job_name`` started and claimed by ``worker``, and the report that it is done."""
+    job = registry.get(job_name)
+    start(job, {"seconds": 0} if job_name == "tests.watched_sleep" else None)
+    (run,) = claim(deployed_pairs([job]), limit=1, worker=worker, now=timezone.now(), queues=None)
+    execution = Execution(run=run, worker_id=worker.pk)
+    return execution, report_of(execution, RunStatus.DONE)
+
+
+def locker_on(postgres: PostgresCluster) -> psycopg.Connection[Any]:
+    """Another client's connection to the test database, in a transaction of its own."""
+    return psycopg.connect(
+        host="127.0.0.1", port=postgres.port, user=postgres.user, dbname=test_database()
+    )
+
+
+def test_a_run_row_locked_elsewhere_holds_back_its_report_without_waiting(
+    postgres: PostgresCluster,
+) -> None:
+    """With no lock timeout at all, recording does not wait for a run row another
+    transaction holds: that report is held back, the others are recorded, and it is
+    recorded once the row is free."""
+    now = timezone.now()
+    worker = WorkerProcess.objects.create(hostname="h", pid=1, started_at=now, last_beat=now)
+    (locked, locked_report), (free, free_report) = (
+        claimed("tests.noop", worker),
+        claimed("tests.noop", worker),
+    )
+    reports = Reports()
+    reports.deliver(locked, locked_report)
+    reports.deliver(free, free_report)
+    locker = locker_on(postgres)
+    try:
+        locker.execute(
+            f"SELECT id FROM {Run._meta.db_table} WHERE id = %s FOR UPDATE", (locked.run.pk,)
+        )
+        thread, answer = in_thread(lambda: reports.record(timezone.now(), Changes()))
+        thread.join(PATIENCE)
+        assert not thread.is_alive(), "recording waited for the locked row"
+        assert answer["value"].done == [free]
+        assert Run.objects.get(pk=free.run.pk).status == RunStatus.DONE
+        assert Run.objects.get(pk=locked.run.pk).status == RunStatus.RUNNING
+        assert (len(reports), reports.ready()) == (1, False)
+    finally:
+        locker.rollback()
+        locker.close()
+    assert reports.record(timezone.now(), Changes()) is not None
+    assert Run.objects.get(pk=locked.run.pk).status == RunStatus.DONE
+    assert (len(reports), reports.ready()) == (0, False)
+
+
+def test_a_finish_hook_waiting_past_the_lock_timeout_delays_only_its_run(
+    postgres: PostgresCluster,
+) -> None:
+    """A hook whose document row is locked elsewhere gives up after WEFT_LOCK_TIMEOUT:
+    its finish is rolled back and held back, the round's other reports are recorded, and
+    once the row is free the hook commits once."""
+    now = timezone.now()
+    worker = WorkerProcess.objects.create(hostname="h", pid=1, started_at=now, last_beat=now)
+    hooked, hooked_report = claimed("tests.watched_sleep", worker)
+    plain, plain_report = claimed("tests.noop", worker)
+    key = f"tests:finishes:{hooked.run.pk}"
+    Document.objects.create(key=key, schema="tests.finishes", data={"count": 0, "kinds": []})
+    reports = Reports()
+    reports.deliver(hooked, hooked_report)
+    reports.deliver(plain, plain_report)
+    locker = locker_on(postgres)
+    try:
+        locker.execute(
+            f"SELECT id FROM {Document._meta.db_table} WHERE key = %s FOR UPDATE", (key,)
+        )
+        with override_settings(WEFT_LOCK_TIMEOUT=0.2), connection.cursor() as cursor:
+            limit_session(cursor)
+        recorded = reports.record(timezone.now(), Changes())
+        assert recorded is not None
+        assert recorded.done == [plain]
+        assert Run.objects.get(pk=plain.run.pk).status == RunStatus.DONE
+        assert Run.objects.get(pk=hooked.run.pk).status == RunStatus.RUNNING
+        assert (len(reports), reports.ready()) == (1, False)
+    finally:
+        locker.rollback()
+        locker.close()
+    assert reports.record(timezone.now(), Changes()) is not None
+    assert Run.objects.get(pk=hooked.run.pk).status == RunStatus.DONE
+    assert finishes(hooked.run.pk) == {"count": 1, "kinds": ["done"]}
+    connection.close()  # the session's lock timeout goes with it
 
 
 # -- the reaping race, on real connections ------------------------------------------------------
