@@ -61,9 +61,10 @@ def keepalive_settings(lost_after: float) -> list[tuple[str, str]]:
     """Server-side TCP keepalives that drop a vanished client within ``lost_after`` s.
 
     Idle for half the window, then :data:`KEEPALIVE_PROBES` probes an eighth of it apart
-    (whole seconds, at least one): the server notices a host that died or a network that
-    was cut about ``lost_after`` seconds after the last packet. A process that exits or is
-    killed closes its socket, and its session ends at once.
+    (whole seconds, at least one), and data left unacknowledged for the window: the
+    server notices a host that died or a network that was cut about ``lost_after``
+    seconds after the last packet. A process that exits or is killed closes its socket,
+    and its session ends at once.
     """
     idle = max(1, math.ceil(lost_after / 2))
     interval = max(1, math.ceil(lost_after / (2 * KEEPALIVE_PROBES)))
@@ -71,7 +72,20 @@ def keepalive_settings(lost_after: float) -> list[tuple[str, str]]:
         ("tcp_keepalives_idle", str(idle)),
         ("tcp_keepalives_interval", str(interval)),
         ("tcp_keepalives_count", str(KEEPALIVE_PROBES)),
+        ("tcp_user_timeout", str(math.ceil(lost_after * 1000))),
     ]
+
+
+def client_keepalives(settings: list[tuple[str, str]]) -> dict[str, object]:
+    """The same, as libpq's connection parameters (``keepalives_idle``...,
+    ``tcp_user_timeout``)."""
+    return {
+        "keepalives": 1,
+        **{
+            name.removeprefix("tcp_") if name.startswith("tcp_keepalives") else name: value
+            for name, value in settings
+        },
+    }
 
 
 def uses_liveness_lock() -> bool:
@@ -132,8 +146,7 @@ class LivenessLock(threading.Thread):
                 "connect_timeout": max(1, math.ceil(weft_settings.HEARTBEAT_INTERVAL * 2)),
                 # The same keepalives on this side: a server that vanished breaks the
                 # connection instead of hanging the next look at it.
-                "keepalives": 1,
-                **{name.replace("tcp_", ""): value for name, value in keepalives},
+                **client_keepalives(keepalives),
             }
         )
         try:

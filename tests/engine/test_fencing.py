@@ -9,6 +9,7 @@ tests/faults/test_liveness_faults.py.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -18,6 +19,7 @@ import pytest
 from django.db import IntegrityError, InterfaceError, OperationalError
 
 from django_weft.engine.claiming import claim, deployed_pairs
+from django_weft.engine.liveness import client_keepalives, keepalive_settings
 from django_weft.engine.outages import is_outage
 from django_weft.engine.reaping import mark_dead
 from django_weft.engine.worker import Worker
@@ -71,6 +73,27 @@ def test_mark_dead_re_checks_the_last_beat_as_it_writes(clock: DrivenClock) -> N
     assert WorkerProcess.objects.get(pk=silent.pk).stopped_at == now
     assert WorkerProcess.objects.get(pk=beat.pk).stopped_at is None
     assert WorkerProcess.objects.get(pk=gone.pk).stopped_at == earlier
+
+
+@pytest.mark.parametrize("lost_after", [1.5, 6, 30, 90])
+def test_keepalives_give_up_on_a_vanished_host_within_the_lost_after_window(
+    lost_after: float,
+) -> None:
+    """The liveness session's server-side keepalives drop a silent client about
+    ``WEFT_LOST_AFTER`` after its last packet (whole seconds, so up to a few more), and
+    unacknowledged data after the window; libpq gets the same on the client side."""
+    settings = dict(keepalive_settings(lost_after))
+    idle, interval = int(settings["tcp_keepalives_idle"]), int(settings["tcp_keepalives_interval"])
+    silent_for = idle + int(settings["tcp_keepalives_count"]) * interval
+    assert lost_after <= silent_for <= lost_after + 5
+    assert int(settings["tcp_user_timeout"]) == math.ceil(lost_after * 1000)
+    assert client_keepalives(list(settings.items())) == {
+        "keepalives": 1,
+        "keepalives_idle": settings["tcp_keepalives_idle"],
+        "keepalives_interval": settings["tcp_keepalives_interval"],
+        "keepalives_count": settings["tcp_keepalives_count"],
+        "tcp_user_timeout": settings["tcp_user_timeout"],
+    }
 
 
 def test_is_outage_tells_the_database_failing_from_the_code_failing() -> None:
