@@ -34,7 +34,7 @@ COMMAND = (
 FAST_HEARTBEAT = {"WEFT_TEST_HEARTBEAT_INTERVAL": "0.5", "WEFT_TEST_LOST_AFTER": "6"}
 
 
-def test_database() -> str:
+def database_name() -> str:
     """The name of the database this test (and its ``runjobs``) use."""
     return str(connections["default"].settings_dict["NAME"])
 
@@ -45,7 +45,7 @@ def lock_holder(postgres: PostgresCluster, worker_id: Any) -> int | None:
         "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted "
         "AND ((classid::bigint << 32) | objid::bigint) = %s",
         (lock_key(worker_id),),
-        database=test_database(),
+        database=database_name(),
     )
     return int(rows[0][0]) if rows else None  # type: ignore[call-overload]
 

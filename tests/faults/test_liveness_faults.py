@@ -34,7 +34,7 @@ from django_weft.jobs.registry import registry
 from django_weft.live.changes import Changes
 from django_weft.models import Document, Run, RunStatus, WorkerProcess
 from django_weft.operations import start
-from tests.faults.conftest import FAST_HEARTBEAT, lock_holder, test_database
+from tests.faults.conftest import FAST_HEARTBEAT, database_name, lock_holder
 from tests.faults.servers import PostgresCluster
 from tests.faults.test_worker_faults import finishes, reachable
 from tests.processes import Runjobs, wait_for
@@ -61,7 +61,7 @@ def row_of(process: Runjobs) -> WorkerProcess:
 
 def waiting_for_a_lock(postgres: PostgresCluster) -> bool:
     rows = postgres.query(
-        "SELECT count(*) FROM pg_locks WHERE NOT granted", database=test_database()
+        "SELECT count(*) FROM pg_locks WHERE NOT granted", database=database_name()
     )
     return bool(rows[0][0])
 
@@ -162,7 +162,7 @@ def claimed(job_name: str, worker: WorkerProcess) -> tuple[Execution, AttemptRep
 def locker_on(postgres: PostgresCluster) -> psycopg.Connection[Any]:
     """Another client's connection to the test database, in a transaction of its own."""
     return psycopg.connect(
-        host="127.0.0.1", port=postgres.port, user=postgres.user, dbname=test_database()
+        host="127.0.0.1", port=postgres.port, user=postgres.user, dbname=database_name()
     )
 
 
@@ -407,7 +407,7 @@ def test_a_worker_starved_of_connection_slots_is_not_declared_dead(
 
     few_slots.take_every_slot()
     admin = few_slots.held[0]
-    database = test_database()
+    database = database_name()
     # No session may reach the test database while the freed slots are taken too.
     admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
     admin.execute(
@@ -460,7 +460,7 @@ def test_row_locks_on_running_runs_hold_back_only_those_runs(
         "the three claims",
     )
     locker = psycopg.connect(
-        host="127.0.0.1", port=postgres.port, user=postgres.user, dbname=test_database()
+        host="127.0.0.1", port=postgres.port, user=postgres.user, dbname=database_name()
     )
     try:
         locker.execute(
