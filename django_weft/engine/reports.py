@@ -56,15 +56,15 @@ class Reports:
     def __init__(self) -> None:
         self._entries: list[Entry] = []
         self._lock = threading.Lock()
-        #: How many entries the last recording held back behind locked rows.
-        self._held_back = 0
+        #: The entries (by ``id``) the last recording held back behind locked rows.
+        self._held_back: set[int] = set()
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def ready(self) -> bool:
         """Whether a report waits that the last recording did not hold back."""
-        return len(self._entries) > self._held_back
+        return any(id(entry) not in self._held_back for entry in self._entries)
 
     def deliver(self, execution: Execution | None, report: AttemptReport) -> None:
         """Queue ``report``; called from any thread."""
@@ -115,7 +115,6 @@ class Reports:
                     # Its finish (a savepoint) is rolled back; the round goes on.
                     if not gave_up_waiting(error):
                         raise
-                    logger.info("finish of run %s waited too long for a lock", report.run_id)
                     held_back.add(id(entry))
                     continue
                 recorded.finished_fully = True
@@ -124,7 +123,15 @@ class Reports:
         done = {id(entry) for entry in waiting} - held_back
         with self._lock:
             self._entries = [entry for entry in self._entries if id(entry) not in done]
-            self._held_back = len(held_back)
+            newly_held, self._held_back = held_back - self._held_back, held_back
+        for _, report in (entry for entry in waiting if id(entry) in newly_held):
+            logger.info(
+                "outcome of %s run %s (%s) waits: a row its finish writes is locked by "
+                "another transaction",
+                report.job,
+                report.run_id,
+                report.status,
+            )
         for entry in waiting:
             if id(entry) in done and entry[0] is not None:
                 recorded.done.append(entry[0])

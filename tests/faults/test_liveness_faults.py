@@ -451,7 +451,7 @@ def test_row_locks_on_running_runs_hold_back_only_those_runs(
     window: both workers keep beating and claiming, queued runs are done meanwhile, and
     nobody is declared dead; once it commits the three outcomes are recorded once."""
     job = registry.get("tests.watched_sleep")
-    held = [start(job, {"seconds": 1}) for _ in range(3)]
+    held = [start(job, {"seconds": 3}) for _ in range(3)]
     held_ids = [run.pk for run in held]
     workers = [start_runjobs("--no-schedules", "--concurrency", "4") for _ in range(2)]
     wait_for(
@@ -463,9 +463,12 @@ def test_row_locks_on_running_runs_hold_back_only_those_runs(
         host="127.0.0.1", port=postgres.port, user=postgres.user, dbname=database_name()
     )
     try:
-        locker.execute(
-            f"SELECT id FROM {Run._meta.db_table} WHERE id = ANY(%s) FOR UPDATE", (held_ids,)
-        )
+        locked = locker.execute(
+            f"SELECT id FROM {Run._meta.db_table} WHERE id = ANY(%s) AND status = 'running' "
+            "FOR UPDATE",
+            (held_ids,),
+        ).fetchall()
+        assert len(locked) == 3, "locked while running (their sleep is 3 s)"
         locked_at = timezone.now()
         queued = [start(job, {"seconds": 0}) for _ in range(6)]
         queued_ids = [run.pk for run in queued]
@@ -479,6 +482,14 @@ def test_row_locks_on_running_runs_hold_back_only_those_runs(
             lambda: WorkerProcess.objects.filter(last_beat__gt=window).count() == 2,
             PATIENCE,
             "both workers to beat past the lost-after window",
+        )
+        wait_for(
+            lambda: all(
+                any(worker.printed(f"run {run_id} (done) waits") for worker in workers)
+                for run_id in held_ids
+            ),
+            PATIENCE,
+            "the three outcomes to be held back",
         )
         assert Run.objects.filter(pk__in=held_ids, status="running").count() == 3
         assert not WorkerProcess.objects.filter(stopped_at__isnull=False).exists()
