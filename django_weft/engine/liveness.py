@@ -112,12 +112,9 @@ class LivenessLock(threading.Thread):
         self._stop_event = threading.Event()
         self._changed = threading.Event()
         self._key: int | None = None
-        #: Set while the lock of the row named last is held.
-        self.holding = threading.Event()
 
     def hold(self, worker_id: uuid.UUID) -> None:
         """Hold the lock of worker row ``worker_id`` from now on, letting go of the last."""
-        self.holding.clear()
         self._key = lock_key(worker_id)
         self._changed.set()
 
@@ -132,7 +129,6 @@ class LivenessLock(threading.Thread):
             try:
                 self._keep(outage)
             except Exception as error:
-                self.holding.clear()
                 outage.failed("liveness lock", error)
                 self._stop_event.wait(outage.wait())
 
@@ -164,7 +160,6 @@ class LivenessLock(threading.Thread):
                         cursor.execute("SELECT 1")
                     self._changed.wait(weft_settings.HEARTBEAT_INTERVAL)
         finally:
-            self.holding.clear()
             raw.close()
 
     def _take(self, cursor: Any, held: int | None, wanted: int | None) -> int | None:
@@ -179,6 +174,4 @@ class LivenessLock(threading.Thread):
             # until it notices; it holds the lock meanwhile, which keeps this worker alive.
             logger.debug("liveness lock %s is still held by an older session", wanted)
             return None
-        if wanted == self._key:
-            self.holding.set()
         return wanted
