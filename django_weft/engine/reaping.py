@@ -101,7 +101,7 @@ def finish_lost(*, now: datetime, silent_since: datetime, changes: Changes) -> i
         except OperationalError as error:
             if not gave_up_waiting(error):
                 raise
-            logger.info("lost run %s is locked by another transaction; next time", run_id)
+            logger.info("lost run %s is locked by another transaction; next reap", run_id)
             continue
         if recorded is not None:
             ended += 1
