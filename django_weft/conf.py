@@ -84,6 +84,18 @@ class WeftSettings:
     LOST_AFTER: Setting[float] = Setting(30.0, float)
     """Seconds without a heartbeat after which a worker's runs are finished as lost."""
 
+    LIVENESS_DATABASE: Setting[str | None] = Setting("default")
+    """Alias in ``DATABASES`` whose settings open the connection that holds a worker's
+    liveness lock on PostgreSQL; ``None`` leaves liveness to the heartbeat alone."""
+
+    STATEMENT_TIMEOUT: Setting[float | None] = Setting(30.0)
+    """Seconds any statement of the worker loop (finish hooks included) may run on
+    PostgreSQL before it is cancelled; ``None`` keeps the server's ``statement_timeout``."""
+
+    LOCK_TIMEOUT: Setting[float | None] = Setting(5.0)
+    """Seconds a statement of the worker loop waits for a row lock on PostgreSQL before it
+    gives up (and that run is tried again later); ``None`` keeps the server's."""
+
     ABORT_POLL_INTERVAL: Setting[float] = Setting(0.2, float)
     """Seconds between two looks for abort requests where no NOTIFY wakes the worker."""
 

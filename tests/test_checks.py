@@ -366,6 +366,47 @@ def test_checks_prune_batch_size_invalid(value: object) -> None:
     assert repr(value) in message.msg
 
 
+# --- E013 / E014 the worker's timeouts and liveness connection --------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["WEFT_STATEMENT_TIMEOUT", "WEFT_LOCK_TIMEOUT"])
+@pytest.mark.parametrize("value", [0, -1, 0.0001, "5", True, timedelta(seconds=5)])
+def test_checks_worker_timeout_invalid(name: str, value: object) -> None:
+    """E013: a statement or lock timeout that is not at least a millisecond (or None) is an
+    error naming the setting and the value."""
+    with override_settings(**{name: value}):
+        (message,) = only("django_weft.E013")
+    assert name in message.msg
+    assert repr(value) in message.msg
+    assert "or None" in message.msg
+
+
+@pytest.mark.django_db
+@override_settings(WEFT_STATEMENT_TIMEOUT=None, WEFT_LOCK_TIMEOUT=0.5)
+def test_checks_worker_timeouts_off_or_short() -> None:
+    """E013 is not raised for None (the server's own setting) or half a second."""
+    assert weft_messages() == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", ["replica", "", ["default"], 1])
+def test_checks_liveness_database_unknown(value: object) -> None:
+    """E014: a WEFT_LIVENESS_DATABASE that names no database of DATABASES is an error
+    naming the value and the aliases there are."""
+    with override_settings(WEFT_LIVENESS_DATABASE=value):
+        (message,) = only("django_weft.E014")
+    assert repr(value) in message.msg
+    assert "'default'" in message.msg
+
+
+@pytest.mark.django_db
+@override_settings(WEFT_LIVENESS_DATABASE=None)
+def test_checks_liveness_database_off() -> None:
+    """E014 is not raised for None: liveness by the heartbeat alone."""
+    assert weft_messages() == []
+
+
 # --- W003 the API's pages without their files --------------------------------------------
 
 

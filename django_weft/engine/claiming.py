@@ -9,6 +9,11 @@ with no second read. A claimed
 run is ``running`` on that worker with its attempt number raised by one; only that
 worker (and attempt) may finish it (see :mod:`django_weft.engine.finishing`).
 
+The pick also names the claiming worker's registration: its row, not stopped, read
+``FOR SHARE`` on PostgreSQL. A worker that others declared dead claims nothing, and a
+reaper marking it stopped waits for a claim in progress, so the runs of that claim are
+among those it then finishes as lost (see :mod:`django_weft.engine.reaping`).
+
 The statement is built once per set of deployed jobs and queues, not per claim.
 """
 
@@ -55,6 +60,7 @@ def claim(
         *(value for pair in deployed for value in pair),
         *(chosen or ()),
         sql.prep(Run, "retry_at", now),
+        sql.prep(WorkerProcess, "id", worker.pk),
         limit,
     ]
     setting = [sql.prep(Run, "worker", worker.pk), sql.prep(Run, "started_at", now)]
@@ -75,6 +81,14 @@ def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
         return sql.column(Run, name)
 
     pairs = ", ".join(["(%s, %s)"] * jobs)
+    worker = sql.table(WorkerProcess)
+    registered = (
+        f"SELECT 1 FROM {worker} WHERE {sql.column(WorkerProcess, 'id')} = %s "
+        f"AND {sql.column(WorkerProcess, 'stopped_at')} IS NULL"
+        # FOR SHARE: the row cannot be marked stopped until this claim commits, and a
+        # claim that waited for a mark reads the row as marked.
+        + (" FOR SHARE" if vendor == "postgresql" else "")
+    )
     queue_filter = f" AND {column('queue')} IN ({', '.join(['%s'] * queues)})" if queues else ""
     returned = ", ".join(f"{table}.{column(field.name)}" for field in Run._meta.concrete_fields)
     pick = (
@@ -84,6 +98,7 @@ def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
         f"AND ({column('retry_at')} IS NULL OR {column('retry_at')} <= %s) "
         f"AND {column('queue')} NOT IN (SELECT {sql.column(PausedQueue, 'queue')} "
         f"FROM {sql.table(PausedQueue)}) "
+        f"AND EXISTS ({registered}) "
         f"ORDER BY {column('priority')} DESC, {column('created_at')}, {column('due')} LIMIT %s"
     )
     if vendor == "postgresql":

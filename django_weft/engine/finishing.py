@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection, transaction
 
 from django_weft.engine import sql
+from django_weft.engine.outages import is_outage
 from django_weft.engine.scheduler import record_on_schedule
 from django_weft.engine.starting import StartRequest, insert_run
 from django_weft.jobs import revisions
@@ -274,7 +275,9 @@ def finish(
     With ``claim`` the run must be running under that claim; without, it must still be
     queued (an abort before any worker claimed it). The hook runs on the
     code deployed now; what it changes or starts commits with the outcome, and if it
-    raises, none of it does and the run records the hook's failure.
+    raises, none of it does and the run records the hook's failure, unless the database
+    failed it (:func:`~django_weft.engine.outages.is_outage`): then the error ends the
+    whole finish, to be tried again.
     Returns the finished run, or None when the run was not that caller's to finish.
     """
     with transaction.atomic():
@@ -363,6 +366,10 @@ def _run_finish_hook(run: Run, now: datetime, changes: Changes) -> None:
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as error:
+        if is_outage(error):
+            # The database failed the hook, not the hook's code: the whole finish rolls
+            # back and is tried again once the database is back, the hook with it.
+            raise
         logger.exception("finish hook of %s run %s failed", run.job, run.pk)
         hook = record_error(error)
         failure = f"finish hook failed: {hook.type}: {hook.message}"

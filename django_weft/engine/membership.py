@@ -1,9 +1,11 @@
-"""This process among the workers: its row, its heartbeat, its fence, and reaping others.
+"""This process among the workers: its row, its signs of life, its fence, and reaping others.
 
 Every ``runjobs`` process registers a ``WorkerProcess`` row and beats it every
-``WEFT_HEARTBEAT_INTERVAL`` seconds; a row silent for ``WEFT_LOST_AFTER`` seconds counts
-as dead, and any other worker then finishes its runs as lost. This module keeps both
-sides of that contract together, because they must agree on the clock and the windows:
+``WEFT_HEARTBEAT_INTERVAL`` seconds; on PostgreSQL it also holds its liveness lock on a
+connection of its own (:mod:`~django_weft.engine.liveness`). A worker whose row is silent
+for ``WEFT_LOST_AFTER`` seconds and (on PostgreSQL) whose lock nobody holds counts as
+dead, and any other worker then finishes its runs as lost. This module keeps both sides
+of that contract together, because they must agree on the clock and the windows:
 
 - a worker learns it was declared dead (it was paused, say) from its own heartbeat,
   lets go of its runs (their late outcomes are discarded) and registers again as a new
@@ -22,6 +24,7 @@ from datetime import datetime, timedelta
 
 from django_weft.conf import weft_settings
 from django_weft.engine.inflight import InFlight
+from django_weft.engine.liveness import LivenessLock, uses_liveness_lock
 from django_weft.engine.reaping import finish_lost
 from django_weft.live.changes import Changes
 from django_weft.models import WorkerProcess
@@ -38,18 +41,29 @@ class Membership:
         self._next_beat: datetime | None = None
         #: When this worker may next finish other workers' runs as lost.
         self._reap_from: datetime | None = None
+        #: Whether the last beat went through: the reap step follows it.
+        self._reap_due = False
+        self.liveness: LivenessLock | None = None
 
     def register(self, now: datetime) -> WorkerProcess:
-        """Register this process (again, after a fence) as a new ``WorkerProcess``."""
+        """Register this process (again, after a fence) as a new ``WorkerProcess``, and
+        hold its liveness lock (on PostgreSQL) from now on."""
         self.process = WorkerProcess.objects.create(
             hostname=socket.gethostname(), pid=os.getpid(), started_at=now, last_beat=now
         )
         self._next_beat = now + timedelta(seconds=weft_settings.HEARTBEAT_INTERVAL)
         self._reap_from = now + timedelta(seconds=weft_settings.LOST_AFTER)
+        if self.liveness is None and uses_liveness_lock():
+            alias = weft_settings.LIVENESS_DATABASE
+            assert alias is not None
+            self.liveness = LivenessLock(alias)
+            self.liveness.start()
+        if self.liveness is not None:
+            self.liveness.hold(self.process.pk)
         return self.process
 
     def beat(self, now: datetime, changes: Changes) -> bool:
-        """Beat when due, fence when declared dead, reap the silent; True if it fenced."""
+        """Beat when due, fence when declared dead; True if it fenced."""
         assert self.process is not None
         if self._next_beat is not None and now < self._next_beat:
             return False
@@ -62,12 +76,20 @@ class Membership:
             return True
         if self._reap_from is None:
             self._reap_from = now + timedelta(seconds=weft_settings.LOST_AFTER)
-        if now >= self._reap_from:
-            silent_since = now - timedelta(seconds=weft_settings.LOST_AFTER)
-            lost = finish_lost(now=now, silent_since=silent_since, changes=changes)
-            if lost:
-                logger.warning("finished %d run(s) of silent workers as lost", lost)
+        self._reap_due = True
         return False
+
+    def reap(self, now: datetime, changes: Changes) -> bool:
+        """After each beat, once this worker has reached the database for a whole
+        lost-after window: finish the runs of dead workers as lost; True if any."""
+        if not self._reap_due or self._reap_from is None or now < self._reap_from:
+            return False
+        self._reap_due = False
+        silent_since = now - timedelta(seconds=weft_settings.LOST_AFTER)
+        lost = finish_lost(now=now, silent_since=silent_since, changes=changes)
+        if lost:
+            logger.warning("finished %d run(s) of dead workers as lost", lost)
+        return lost > 0
 
     def out_of_reach(self) -> None:
         """A step could not reach the database: count the lost-after window again from
@@ -77,6 +99,15 @@ class Membership:
     def deregister(self, now: datetime) -> None:
         if self.process is not None:
             WorkerProcess.objects.filter(pk=self.process.pk).update(stopped_at=now)
+        self.let_go()
+
+    def let_go(self) -> None:
+        """Release the liveness lock (its connection closes): after deregistering, or
+        when the process ends without reaching the database."""
+        liveness, self.liveness = self.liveness, None
+        if liveness is not None:
+            liveness.stop()
+            liveness.join(5)
 
     def _fence(self, now: datetime) -> None:
         """Others declared this process dead: let go of its runs and register afresh."""

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from django.db import DatabaseError
+from django.db import DatabaseError, InterfaceError, OperationalError
 
 from django_weft.jobs.connections import drop_broken_connections
 from django_weft.jobs.retries import exponential_delay
@@ -33,9 +33,41 @@ Step = Callable[[datetime, Changes], object]
 FAILED = object()
 
 
+#: SQLSTATEs of a statement that gave up waiting (``lock_not_available`` past
+#: ``WEFT_LOCK_TIMEOUT``, ``query_canceled`` past ``WEFT_STATEMENT_TIMEOUT``): the
+#: connection is fine, the row or the moment was not.
+GAVE_UP_WAITING = frozenset({"55P03", "57014"})
+
+
 def is_database_error(error: BaseException) -> bool:
     """Whether ``error`` says the database (or the way to it) failed, not the code."""
     return isinstance(error, DatabaseError)
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether ``error``, or an error it was raised from or while handling, says the
+    database could not do its part: connection lost, server gone, disk full, a timeout.
+
+    Those are ``OperationalError`` and ``InterfaceError``; an ``IntegrityError``, a
+    ``ProgrammingError`` or a ``DataError`` is the code's own mistake, and so is
+    anything else. The chain is followed because code that catches a database error
+    and raises its own (``raise SaveFailed from error``) did not cause the outage.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OperationalError | InterfaceError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def gave_up_waiting(error: BaseException) -> bool:
+    """Whether ``error`` is a statement that stopped waiting (see :data:`GAVE_UP_WAITING`)."""
+    cause = error.__cause__
+    code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    return code in GAVE_UP_WAITING
 
 
 class Outage:

@@ -7,22 +7,28 @@ only once that transaction has committed. While the database is down the reports
 wait here, in memory, for the next round that reaches it: an outage costs time, never an
 outcome. Two sides share the queue (threads append under a lock, the loop records and
 removes), which is why it is a class of its own rather than a list inside the worker.
+
+A run whose row another transaction holds locked (or whose finish hook waits past
+``WEFT_LOCK_TIMEOUT`` for a row) is held back: its report waits for a later round, and
+the others are recorded meanwhile. A locked row delays its own run, never the loop.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, OperationalError, connection, transaction
 
 from django_weft.engine.execution import Execution
 from django_weft.engine.finishing import AttemptReport, finish_plain, is_plain, record_attempt
+from django_weft.engine.outages import gave_up_waiting
 from django_weft.jobs.tracebacks import ErrorRecord
 from django_weft.live.changes import Changes
-from django_weft.models import RunStatus
+from django_weft.models import Run, RunStatus
 
 logger = logging.getLogger("django_weft.worker")
 
@@ -50,9 +56,15 @@ class Reports:
     def __init__(self) -> None:
         self._entries: list[Entry] = []
         self._lock = threading.Lock()
+        #: The entries (by ``id``) the last recording held back behind locked rows.
+        self._held_back: set[int] = set()
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def ready(self) -> bool:
+        """Whether a report waits that the last recording did not hold back."""
+        return any(id(entry) not in self._held_back for entry in self._entries)
 
     def deliver(self, execution: Execution | None, report: AttemptReport) -> None:
         """Queue ``report``; called from any thread."""
@@ -70,16 +82,21 @@ class Reports:
             waiting = list(self._entries)
         if not waiting:
             return None
-        plain = [
-            entry
-            for entry in waiting
-            if entry[0] is not None and not entry[0].given_up and is_plain(entry[1])
-        ]
-        finished = {id(entry) for entry in plain}
         recorded = Recorded()
         with transaction.atomic():
+            locked = _locked_elsewhere({report.run_id for _, report in waiting})
+            held_back: set[int] = {id(entry) for entry in waiting if entry[1].run_id in locked}
+            plain = [
+                entry
+                for entry in waiting
+                if id(entry) not in held_back
+                and entry[0] is not None
+                and not entry[0].given_up
+                and is_plain(entry[1])
+            ]
             if plain:
                 finish_plain([report for _, report in plain], now=now, changes=changes)
+            finished = {id(entry) for entry in plain} | held_back
             for entry in waiting:
                 if id(entry) in finished:
                     continue
@@ -92,14 +109,32 @@ class Reports:
                         report.status,
                     )
                     continue
+                try:
+                    retry_at = _record(report, now, changes)
+                except OperationalError as error:
+                    # Its finish (a savepoint) is rolled back; the round goes on.
+                    if not gave_up_waiting(error):
+                        raise
+                    held_back.add(id(entry))
+                    continue
                 recorded.finished_fully = True
-                retry_at = _record(report, now, changes)
                 if retry_at is not None:
                     recorded.retry_at = min(filter(None, (recorded.retry_at, retry_at)))
-        done = {id(entry) for entry in waiting}
+        done = {id(entry) for entry in waiting} - held_back
         with self._lock:
             self._entries = [entry for entry in self._entries if id(entry) not in done]
-        recorded.done = [execution for execution, _ in waiting if execution is not None]
+            newly_held, self._held_back = held_back - self._held_back, held_back
+        for _, report in (entry for entry in waiting if id(entry) in newly_held):
+            logger.info(
+                "outcome of %s run %s (%s) waits: a row its finish writes is locked by "
+                "another transaction",
+                report.job,
+                report.run_id,
+                report.status,
+            )
+        for entry in waiting:
+            if id(entry) in done and entry[0] is not None:
+                recorded.done.append(entry[0])
         return recorded
 
     def describe(self) -> str:
@@ -107,6 +142,26 @@ class Reports:
         with self._lock:
             entries = list(self._entries)
         return ", ".join(f"{report.run_id} ({report.status})" for _, report in entries)
+
+
+def _locked_elsewhere(run_ids: set[uuid.UUID]) -> set[uuid.UUID]:
+    """Of ``run_ids``, the runs whose rows another transaction holds locked now.
+
+    This transaction locks the others (``FOR UPDATE SKIP LOCKED``), so that their
+    finishes cannot wait; a run that is missing because it no longer exists is not
+    locked (its finish finds that out). SQLite's single writer locks nothing by row.
+    """
+    if connection.vendor != "postgresql":
+        return set()
+    ours = set(
+        Run.objects.filter(pk__in=run_ids)
+        .select_for_update(skip_locked=True)
+        .values_list("pk", flat=True)
+    )
+    missing = run_ids - ours
+    if not missing:
+        return set()
+    return set(Run.objects.filter(pk__in=missing).values_list("pk", flat=True))
 
 
 def _record(report: AttemptReport, now: datetime, changes: Changes) -> datetime | None:

@@ -37,6 +37,9 @@ STOPPED_BY_WORKER = ErrorRecord(
     "WorkerStopped", "the worker stopped before the run reached a sleep() or check()", ""
 )
 
+#: Seconds between two tries at reports held back behind locked rows, at shutdown.
+HELD_BACK_PAUSE = 0.2
+
 #: Runs a step inside the loop's error boundary; returns ``FAILED`` if it raised.
 Guarded = Callable[[str, Step], object]
 
@@ -105,11 +108,13 @@ class Shutdown:
         """Record what is left; through an outage, until the grace is over or a second stop."""
         deadline = time.monotonic() + max(self.grace, 1.0)
         while self._reports:
-            if self._guarded("finish", self._record) is not FAILED:
+            recorded = self._guarded("finish", self._record) is not FAILED
+            if recorded and not self._reports:
                 return
             if self.forced.is_set() or time.monotonic() >= deadline:
                 break
-            time.sleep(self._outage.wait())
+            # After an outage, its back-off; after a row held locked, a short wait.
+            time.sleep(self._outage.wait() or HELD_BACK_PAUSE)
         if self._reports:
             logger.error(
                 "exiting with %d outcome(s) the database did not take; other workers will "

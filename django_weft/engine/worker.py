@@ -16,8 +16,8 @@ modules of their own beside it:
 
 - :mod:`~django_weft.engine.options`: what the worker was told (flags, keywords);
 - :mod:`~django_weft.engine.inflight`: the runs it executes, claimed, not yet recorded;
-- :mod:`~django_weft.engine.membership`: its row, heartbeat and fence among the workers,
-  and reaping the silent ones;
+- :mod:`~django_weft.engine.membership`: its row, heartbeat, liveness lock and fence
+  among the workers, and reaping the dead ones;
 - :mod:`~django_weft.engine.reports`: the outcomes the run threads hand to the loop,
   kept while the database is down;
 - :mod:`~django_weft.engine.timeouts`: runs past their timeout, asked to stop, given up;
@@ -49,6 +49,7 @@ from django_weft.engine.reports import Reports
 from django_weft.engine.scheduler import Scheduler
 from django_weft.engine.shutdown import Shutdown
 from django_weft.engine.timeouts import Timeouts
+from django_weft.jobs.connections import StatementLimits
 from django_weft.live import publisher
 from django_weft.live.changes import Changes
 from django_weft.models import Schedule, WorkerProcess
@@ -106,6 +107,7 @@ class Worker:
         self.timeouts = Timeouts(self.in_flight, self.reports.deliver)
         self.pruner = Pruner()
         self.health_file = HealthFile(self.options.health_file)
+        self.statement_limits = StatementLimits()
         self._listener: Listener | None = None
 
     @property
@@ -122,6 +124,7 @@ class Worker:
 
     def start(self) -> WorkerProcess:
         """Register this process in the database and start listening for wake-ups."""
+        self.statement_limits.install()
         process = self.membership.process or self.membership.register(self.clock.now())
         if can_listen() and self._listener is None:
             self._listener = Listener(self.lookout.on_notify)
@@ -185,6 +188,8 @@ class Worker:
             self._listener.join(5)
         if self.process is not None:
             self._guarded("deregister", lambda now, _: self.membership.deregister(now))
+        self.membership.let_go()
+        self.statement_limits.uninstall()
         logger.info("runjobs stopped")
 
     def _start_through_outages(self) -> bool:
@@ -207,7 +212,7 @@ class Worker:
                 # Real seconds, whatever the clock: the database is out there, not in it.
                 self.shutdown.requested.wait(self.outage.wait())
                 continue
-            if self.reports:
+            if self.reports.ready():
                 continue
             if self.clock.waits_for_runs and not self.executor.wait_idle(0):
                 self.executor.wait_idle()
@@ -222,9 +227,9 @@ class Worker:
         """One round of steps that looks at everything; True if any did work.
 
         Heartbeat first (a fenced worker must know before it claims), then the timeouts,
-        the runs' reports, the schedules, the claim, the housekeeping, and the reports of
-        runs that ended meanwhile. A step that fails ends the round: the database is
-        probably gone, and the loop backs off.
+        the runs' reports, the schedules, the claim, reaping dead workers, the
+        housekeeping, and the reports of runs that ended meanwhile. A step that fails
+        ends the round: the database is probably gone, and the loop backs off.
         """
         return self._round(everywhere=True)
 
@@ -247,6 +252,7 @@ class Worker:
                 steps.append(("schedule", self._schedule))
             if everywhere or self.lookout.claim(now):
                 steps.append(("claim", partial(self.intake.step, look_for_retries=everywhere)))
+            steps.append(("reap", self.membership.reap))
             steps.append(("prune", self.pruner.step))
         # Runs that ended meanwhile (all of them, with the inline executor) are recorded
         # in the same round.

@@ -306,7 +306,10 @@ def test_worker_declared_dead_fences_itself_and_registers_again(
     assert Run.objects.get(pk=run.pk).worker_id == paused.process.pk  # type: ignore[union-attr]
     first_identity = paused.process
 
-    # Nothing from the paused worker for longer than lost-after: another worker reaps it.
+    # Nothing from the paused worker for longer than lost-after, and (on PostgreSQL) its
+    # liveness lock gone with its connection, as when the server gave up on a worker cut
+    # off by the network: another worker reaps it.
+    paused.membership.let_go()
     other = Worker(clock=clock, executor="django_weft.engine.executors.InlineExecutor")
     other.start()
     clock.skip(timedelta(seconds=31))

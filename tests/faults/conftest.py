@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
 from django.db import close_old_connections, connections
 from django.test import override_settings
 
+from django_weft.engine.liveness import lock_key
 from tests.browsers import browser  # noqa: F401  (the fixture, for the example outage test)
 from tests.faults.servers import FaultServers, PostgresCluster, RedisServer, fault_servers
 from tests.processes import REDIS_LAYER, AsgiServer, Runjobs, asgi_server, runjobs
@@ -30,6 +32,22 @@ COMMAND = (
 #: enough for tests to wait for, long enough that a worker starved of CPU on a busy
 #: machine (or backing off through a database restart) is not declared dead.
 FAST_HEARTBEAT = {"WEFT_TEST_HEARTBEAT_INTERVAL": "0.5", "WEFT_TEST_LOST_AFTER": "6"}
+
+
+def database_name() -> str:
+    """The name of the database this test (and its ``runjobs``) use."""
+    return str(connections["default"].settings_dict["NAME"])
+
+
+def lock_holder(postgres: PostgresCluster, worker_id: Any) -> int | None:
+    """The backend holding worker ``worker_id``'s liveness lock, read from ``pg_locks``."""
+    rows = postgres.query(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted "
+        "AND ((classid::bigint << 32) | objid::bigint) = %s",
+        (lock_key(worker_id),),
+        database=database_name(),
+    )
+    return int(rows[0][0]) if rows else None  # type: ignore[call-overload]
 
 
 @pytest.hookimpl(tryfirst=True)

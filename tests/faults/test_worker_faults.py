@@ -25,7 +25,7 @@ from django.utils import timezone
 from django_weft.jobs.registry import registry
 from django_weft.models import Attempt, Document, Run, RunStatus, Schedule, WorkerProcess
 from django_weft.operations import start
-from tests.faults.conftest import FAST_HEARTBEAT
+from tests.faults.conftest import FAST_HEARTBEAT, lock_holder
 from tests.faults.servers import PostgresCluster
 from tests.processes import Runjobs, wait_for
 
@@ -137,17 +137,37 @@ def test_sigkill_mid_run_is_lost_once_and_retried_when_allowed(
     assert survivor.poll() is None
 
 
-def test_sigstop_past_lost_after_then_sigcont(start_runjobs: Callable[..., Runjobs]) -> None:
-    """A paused worker's run is finished lost once by another; woken up, it discards its
-    late outcome, registers again and works on."""
+def test_sigstop_past_lost_after_then_sigcont(
+    postgres: PostgresCluster, start_runjobs: Callable[..., Runjobs]
+) -> None:
+    """A paused worker holding its liveness lock is alive however long it is silent; once
+    its lock's connection is gone too its run is finished lost once by another; woken
+    up, it discards its late outcome, registers again and works on."""
     run = start(registry.get("tests.watched_sleep"), {"seconds": 2.5})
     paused = start_runjobs("--no-schedules")
     wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the claim")
     first = Run.objects.get(pk=run.pk).worker_id
+    wait_for(lambda: lock_holder(postgres, first) is not None, what="its liveness lock")
     other = start_runjobs("--no-schedules", "--queue", "elsewhere")
+    wait_for(lambda: WorkerProcess.objects.filter(pid=other.pid).exists(), what="the other")
+    other_row = WorkerProcess.objects.get(pid=other.pid)
 
     paused.send_signal(signal.SIGSTOP)
     try:
+        silenced = WorkerProcess.objects.get(pk=first).last_beat
+        window = timedelta(seconds=LOST_AFTER + 1)
+        wait_for(
+            lambda: (
+                WorkerProcess.objects.get(pk=other_row.pk).last_beat
+                > max(silenced, other_row.started_at) + window
+            ),
+            timeout=120,
+            what="the other worker to beat (and reap) past the paused one's window",
+        )
+        assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, "alive: its lock holds"
+        assert WorkerProcess.objects.get(pk=first).stopped_at is None
+        # The server drops the lock's session, as it does for a host cut off the network.
+        postgres.query("SELECT pg_terminate_backend(%s, 30000)", (lock_holder(postgres, first),))
         wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the paused worker's run")
         assert Run.objects.get(pk=run.pk).status == RunStatus.LOST
         time.sleep(3)  # the run's own sleep is over by now: its outcome is late
