@@ -121,8 +121,19 @@ class Run(models.Model):
     )
     result = models.JSONField(null=True, blank=True)
     error_type = models.CharField(max_length=200, blank=True)
+    error_class_path = models.CharField(
+        max_length=300, blank=True, help_text="The importable path of the error's class."
+    )
     error_message = models.TextField(blank=True)
     error_traceback = models.TextField(blank=True)
+    task_backend = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="The django.tasks backend alias of a task's run; blank for a job's.",
+    )
+    run_after = models.DateTimeField(
+        null=True, blank=True, help_text="A task's run_after, as enqueued."
+    )
 
     objects = RunQuerySet.as_manager()
 
