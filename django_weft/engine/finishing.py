@@ -120,6 +120,7 @@ def finish_plain(reports: Sequence[AttemptReport], *, now: datetime, changes: Ch
                     sql.prep(Run, "finished_at", now),
                     sql.prep(Run, "result", report.result),
                     report.error.type,
+                    report.error.class_path,
                     report.error.message,
                     report.error.traceback,
                     sql.prep(Run, "id", report.run_id),
@@ -132,6 +133,7 @@ def finish_plain(reports: Sequence[AttemptReport], *, now: datetime, changes: Ch
                 continue
             run.status, run.finished_at, run.result = report.status, now, report.result
             run.error_type, run.error_message = report.error.type, report.error.message
+            run.error_class_path = report.error.class_path
             run.error_traceback = report.error.traceback
             recorded.append(run)
             changes.run(run.pk)
@@ -149,6 +151,7 @@ def _plain_finish_sql(vendor: str) -> str:
         "finished_at",
         "result",
         "error_type",
+        "error_class_path",
         "error_message",
         "error_traceback",
     )
@@ -196,6 +199,7 @@ def _retry(
             worker=None,
             retry_at=retry_at,
             error_type=report.error.type,
+            error_class_path=report.error.class_path,
             error_message=report.error.message,
             error_traceback=report.error.traceback,
         )
@@ -210,6 +214,7 @@ def _retry(
             started_at=report.started_at,
             ended_at=now,
             error_type=report.error.type,
+            error_class_path=report.error.class_path,
             error_message=report.error.message,
             error_traceback=report.error.traceback,
         )
@@ -283,6 +288,7 @@ def finish(
             finished_at=now,
             result=result,
             error_type=error.type,
+            error_class_path=error.class_path,
             error_message=error.message,
             error_traceback=error.traceback,
         )
@@ -368,10 +374,19 @@ def _run_finish_hook(run: Run, now: datetime, changes: Changes) -> None:
         failure = f"finish hook failed: {hook.type}: {hook.message}"
         if run.status == RunStatus.DONE:
             run.status, run.error_type, run.error_message = RunStatus.FAILED, hook.type, failure
+            run.error_class_path = hook.class_path
         else:
             run.error_message = f"{run.error_message}; {failure}" if run.error_message else failure
         run.error_traceback = "\n".join(filter(None, [run.error_traceback, hook.traceback]))
-        run.save(update_fields=["status", "error_type", "error_message", "error_traceback"])
+        run.save(
+            update_fields=[
+                "status",
+                "error_type",
+                "error_class_path",
+                "error_message",
+                "error_traceback",
+            ]
+        )
 
 
 def _announce_all(runs: list[Run]) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
@@ -53,6 +54,22 @@ class RunQuerySet(models.QuerySet["Run"]):
         if anchor is None:
             raise Run.DoesNotExist(f"no run {after}")
         return newest.filter(created_at__lte=anchor).exclude(created_at=anchor, pk__gte=after)
+
+    def waiting_task_paths(self, *, known: Iterable[str], limit: int) -> list[str]:
+        """Up to ``limit`` task paths of queued runs that are not among ``known``.
+
+        How a worker learns of the tasks it has not imported yet (see
+        :meth:`~django_weft.engine.intake.Intake.find_tasks`).
+        """
+        waiting = (
+            self.filter(status=RunStatus.QUEUED)
+            .exclude(task_backend="")
+            .exclude(job__in=list(known))
+            .order_by()
+            .values_list("job", flat=True)
+            .distinct()
+        )
+        return list(waiting[:limit])
 
     def next_retry(self) -> datetime | None:
         """When the earliest run waiting for a retry may be claimed."""
