@@ -20,12 +20,18 @@ try:
         TaskContext,
         TaskResult,
         TaskResultStatus,
+        default_task_backend,
         task,
         task_backends,
     )
     from django.tasks.backends.base import BaseTaskBackend
     from django.tasks.base import TaskError
-    from django.tasks.exceptions import InvalidTask, InvalidTaskBackend, TaskResultDoesNotExist
+    from django.tasks.exceptions import (
+        InvalidTask,
+        InvalidTaskBackend,
+        TaskResultDoesNotExist,
+        TaskResultMismatch,
+    )
     from django.tasks.signals import task_enqueued, task_finished, task_started
 except ImportError:  # pragma: no cover - Django 5.2: the backport, or nothing
     try:
@@ -36,6 +42,7 @@ except ImportError:  # pragma: no cover - Django 5.2: the backport, or nothing
             TaskContext,
             TaskResult,
             TaskResultStatus,
+            default_task_backend,
             task,
             task_backends,
         )
@@ -47,6 +54,7 @@ except ImportError:  # pragma: no cover - Django 5.2: the backport, or nothing
             InvalidTask,
             InvalidTaskBackend,
             TaskResultDoesNotExist,
+            TaskResultMismatch,
         )
         from django_tasks.signals import (  # type: ignore[import-not-found,no-redef]
             task_enqueued,
@@ -76,7 +84,9 @@ __all__ = [
     "TaskError",
     "TaskResult",
     "TaskResultDoesNotExist",
+    "TaskResultMismatch",
     "TaskResultStatus",
+    "default_task_backend",
     "task",
     "task_at",
     "task_backends",

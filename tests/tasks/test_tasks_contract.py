@@ -1,0 +1,552 @@
+"""Django's tasks contract, restated against :class:`~django_weft.tasks.WeftBackend`.
+
+Django's own suite (``tests/tasks/`` in its source) runs only against its built-in
+backends and is not in the wheel, so its backend-agnostic cases are restated here with
+its fixtures (:mod:`tests.tasks.fixtures`). Where Django's ``ImmediateBackend`` runs a
+task inside ``enqueue()``, these run it on a weft worker (the driven-clock rehearsal of
+``tests/conftest.py``) and read the result back. :data:`TAKEN` and
+:data:`NOT_APPLICABLE` list every case of Django's four modules, and the test at the end
+keeps each taken case a test here.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.db import transaction
+from django.test import override_settings
+
+from django_weft.models import Run
+from django_weft.operations import start
+from django_weft.tasks import WeftBackend, WeftTask
+from django_weft.tasks.framework import (
+    DEFAULT_TASK_BACKEND_ALIAS,
+    DEFAULT_TASK_QUEUE_NAME,
+    InvalidTask,
+    Task,
+    TaskResultDoesNotExist,
+    TaskResultMismatch,
+    TaskResultStatus,
+    default_task_backend,
+    task,
+    task_backends,
+)
+from django_weft.testing import Rehearsal
+from tests.jobs import noop
+from tests.tasks import fixtures
+
+#: Django's cases that hold for WeftBackend, by Django's name -> the test here.
+TAKEN = {
+    # test_tasks.py
+    "test_using_correct_backend": "test_using_correct_backend",
+    "test_task_decorator": "test_task_decorator",
+    "test_enqueue_task": "test_enqueue_task",
+    "test_enqueue_task_async": "test_enqueue_task_async",
+    "test_enqueue_with_invalid_argument": "test_enqueue_with_invalid_argument",
+    "test_enqueue_with_invalid_argument_async": "test_enqueue_with_invalid_argument_async",
+    "test_using_priority": "test_using_priority",
+    "test_using_queue_name": "test_using_queue_name",
+    "test_using_run_after": "test_using_run_after",
+    "test_using_unknown_backend": "test_using_unknown_backend",
+    "test_invalid_priority": "test_invalid_priority",
+    "test_naive_run_after": "test_naive_run_after",
+    "test_unknown_queue_name": "test_unknown_queue_name",
+    "test_invalid_function": "test_invalid_function",
+    "test_takes_context_without_taking_context": "test_takes_context_without_taking_context",
+    "test_call_task": "test_call_task",
+    "test_call_async_task": "test_call_async_task",
+    "test_get_result": "test_get_result",
+    "test_get_result_async": "test_get_result_async",
+    "test_get_missing_result": "test_get_missing_result",
+    "test_get_incorrect_result": "test_get_incorrect_result",
+    "test_name": "test_name_and_module_path",
+    "test_module_path": "test_name_and_module_path",
+    "test_pickle_task": "test_pickle_task_and_result",
+    "test_pickle_task_result": "test_pickle_task_and_result",
+    # test_immediate_backend.py (its execution cases run on a worker here)
+    "test_enqueue_task_immediate": "test_executes_enqueued_tasks",
+    "test_catches_exception": "test_catches_exception",
+    "test_complex_exception": "test_complex_exception",
+    "test_complex_return_value": "test_complex_return_value",
+    "test_result": "test_result",
+    "test_result_async": "test_result_async",
+    "test_refresh_result": "test_refresh_result",
+    "test_refresh_result_async": "test_refresh_result_async",
+    "test_takes_context": "test_takes_context",
+    "test_context": "test_context_attempt",
+    "test_exit_task": "test_catches_exception",
+    "test_validate_on_enqueue": "test_validate_on_enqueue",
+    "test_validate_on_aenqueue": "test_validate_on_aenqueue",
+    "test_enqueue_logs": "test_logs",
+    "test_started_logs": "test_logs",
+    "test_finished_logs": "test_logs",
+    "test_failed_logs": "test_failed_logs",
+    "test_check": "test_check",
+    # test_dummy_backend.py
+    "test_enqueue_on_commit": "test_enqueue_commits_with_the_callers_transaction",
+    "test_get_result_from_different_request": "test_get_result",
+    # test_custom_backend.py (Django 6.1: @task(**kwargs) reaches task_class)
+    "test_custom_task_class_default_values": "test_custom_task_class_default_values",
+    "test_custom_task_class_kwargs": "test_custom_task_class_kwargs",
+    "test_custom_task_class_unknown_kwarg": "test_custom_task_class_unknown_kwarg",
+}
+
+#: Django's cases that do not apply to WeftBackend, and why.
+NOT_APPLICABLE = {
+    "test_cannot_get_result": "ImmediateBackend and DummyBackend lack get_result; weft has it",
+    "test_throws_keyboard_interrupt": "about the calling process: ImmediateBackend re-raises "
+    "in enqueue(); weft's worker records it and re-raises in its own run thread",
+    "test_clear": "DummyBackend.clear() empties its in-memory list; runs are rows",
+    "test_enqueue_dummy_results": "DummyBackend keeps results in a list; weft reads rows",
+    "test_get_cached_result": "DummyBackend hands back the very object it stored",
+    "test_supports_defer_false": "weft supports run_after (supports_defer is True)",
+    "test_using_missing_backend_defaults": "about Django's handler, not a backend",
+    "test_worker_id_is_random": "ImmediateBackend's per-instance random worker id; weft's "
+    "are WorkerProcess ids (tests/tasks/test_task_runs.py)",
+    "test_enqueue_not_supported_async": "weft supports async tasks",
+    "test_custom_backend_enqueue": "Django's made-up backend, not a weft one",
+}
+
+
+@pytest.fixture
+def run_all(rehearsal: Rehearsal) -> Rehearsal:
+    """The rehearsal, to run what was enqueued: ``run_all.advance(timedelta(0))``."""
+    return rehearsal
+
+
+def run_due(rehearsal: Rehearsal) -> None:
+    rehearsal.advance(timedelta(0))
+
+
+# -- test_tasks.py -------------------------------------------------------------------------
+
+
+def test_using_correct_backend() -> None:
+    """The default backend is weft's, and its tasks are WeftTasks."""
+    assert isinstance(task_backends[DEFAULT_TASK_BACKEND_ALIAS], WeftBackend)
+    assert isinstance(fixtures.noop_task, WeftTask)
+    assert isinstance(fixtures.noop_task_from_bare_decorator, WeftTask)
+
+
+def test_task_decorator() -> None:
+    """``@task`` and ``@task()`` both make a task on the default backend."""
+    for made in (fixtures.noop_task, fixtures.noop_task_from_bare_decorator):
+        assert isinstance(made, Task)
+        assert made.backend == DEFAULT_TASK_BACKEND_ALIAS
+        assert made.queue_name == DEFAULT_TASK_QUEUE_NAME
+
+
+@pytest.mark.django_db
+def test_enqueue_task() -> None:
+    """Enqueue returns a READY result with its args, kwargs, backend and id."""
+    result = fixtures.noop_task.enqueue(1, "two", three=3)
+    assert result.status == TaskResultStatus.READY
+    assert not result.is_finished
+    assert (result.started_at, result.finished_at, result.last_attempted_at) == (None,) * 3
+    assert result.enqueued_at is not None
+    assert (result.args, result.kwargs) == ([1, "two"], {"three": 3})
+    assert result.backend == DEFAULT_TASK_BACKEND_ALIAS
+    assert result.task == fixtures.noop_task
+    assert (result.attempts, result.worker_ids, result.errors) == (0, [], [])
+    assert len(result.id) < 64
+    assert Run.objects.filter(pk=result.id).exists()
+    with pytest.raises(ValueError, match="Task has not finished yet"):
+        result.return_value  # noqa: B018
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_task_async() -> None:
+    """``aenqueue`` writes the run too, for sync and async tasks alike."""
+    for enqueued in (fixtures.noop_task, fixtures.noop_task_async):
+        result = async_to_sync(enqueued.aenqueue)(1, key="value")
+        assert result.status == TaskResultStatus.READY
+        assert (result.args, result.kwargs) == ([1], {"key": "value"})
+        assert Run.objects.filter(pk=result.id, job=enqueued.module_path).exists()
+
+
+@pytest.mark.django_db
+def test_enqueue_with_invalid_argument() -> None:
+    """A non-JSON argument raises Django's TypeError, and nothing is written."""
+    with pytest.raises(TypeError, match="Unsupported type"):
+        fixtures.noop_task.enqueue(datetime.now(UTC))
+    with pytest.raises(TypeError, match="Unsupported type"):
+        fixtures.noop_task.enqueue(items={1, 2})
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_with_invalid_argument_async() -> None:
+    with pytest.raises(TypeError, match="Unsupported type"):
+        async_to_sync(fixtures.noop_task.aenqueue)(datetime.now(UTC))
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_using_priority() -> None:
+    """``using(priority=)`` makes a new task; the run keeps the priority."""
+    urgent = fixtures.noop_task.using(priority=100)
+    assert (urgent.priority, fixtures.noop_task.priority) == (100, 0)
+    result = urgent.enqueue()
+    assert result.task.priority == 100
+    assert Run.objects.get(pk=result.id).priority == 100
+    assert fixtures.noop_task.get_result(result.id).task.priority == 100
+
+
+@pytest.mark.django_db
+@override_settings(
+    TASKS={"default": {"BACKEND": "django_weft.tasks.WeftBackend", "QUEUES": ["default", "q1"]}}
+)
+def test_using_queue_name() -> None:
+    elsewhere = fixtures.noop_task.using(queue_name="q1")
+    result = elsewhere.enqueue()
+    assert Run.objects.get(pk=result.id).queue == "q1"
+    assert default_task_backend.get_result(result.id).task.queue_name == "q1"
+
+
+@pytest.mark.django_db
+def test_using_run_after() -> None:
+    """``run_after`` is stored as enqueued and reads back."""
+    later = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    result = fixtures.noop_task.using(run_after=later).enqueue()
+    assert result.task.run_after == later
+    assert default_task_backend.get_result(result.id).task.run_after == later
+
+
+def test_using_unknown_backend() -> None:
+    with pytest.raises(Exception, match="missing"):
+        fixtures.noop_task.using(backend="missing")
+
+
+@pytest.mark.parametrize("priority", [-101, 101, 3.1])
+def test_invalid_priority(priority: float) -> None:
+    """Django's priority range and whole numbers, kept by the backend's validation."""
+    with pytest.raises(InvalidTask, match="priority must be a whole number"):
+        fixtures.noop_task.using(priority=priority)  # type: ignore[arg-type]
+
+
+def test_naive_run_after() -> None:
+    with pytest.raises(InvalidTask, match="run_after must be an aware datetime"):
+        fixtures.noop_task.using(run_after=datetime(2030, 1, 1))
+
+
+@override_settings(
+    TASKS={"default": {"BACKEND": "django_weft.tasks.WeftBackend", "QUEUES": ["default"]}}
+)
+def test_unknown_queue_name() -> None:
+    with pytest.raises(InvalidTask, match="Queue 'queue-1' is not valid for backend"):
+        fixtures.noop_task.using(queue_name="queue-1")
+
+
+def test_invalid_function() -> None:
+    """A function that is not at module level is no task (Django's own check)."""
+
+    def inner() -> None:
+        return None
+
+    with pytest.raises(InvalidTask, match="module level"):
+        task()(inner)
+    with pytest.raises(InvalidTask, match="module level"):
+        task()(lambda: None)
+
+
+def test_takes_context_without_taking_context() -> None:
+    with pytest.raises(InvalidTask, match="first argument of 'context'"):
+        task(takes_context=True)(fixtures.calculate_meaning_of_life.func)
+
+
+def test_call_task() -> None:
+    """Calling a task calls its function in this process; nothing is enqueued."""
+    assert fixtures.calculate_meaning_of_life.call() == 42
+    assert async_to_sync(fixtures.calculate_meaning_of_life.acall)() == 42
+
+
+def test_call_async_task() -> None:
+    assert fixtures.noop_task_async.call() is None
+    assert async_to_sync(fixtures.noop_task_async.acall)() is None
+
+
+@pytest.mark.django_db
+def test_get_result() -> None:
+    """A result read back (as another request would) equals the one enqueue returned."""
+    result = fixtures.noop_task.enqueue(1, two=2)
+    for read in (
+        default_task_backend.get_result(result.id),
+        fixtures.noop_task.get_result(result.id),
+    ):
+        assert read == result
+        assert read is not result
+
+
+@pytest.mark.django_db(transaction=True)
+def test_get_result_async() -> None:
+    result = fixtures.noop_task.enqueue()
+    assert async_to_sync(default_task_backend.aget_result)(result.id) == result
+    assert async_to_sync(fixtures.noop_task.aget_result)(result.id) == result
+
+
+@pytest.mark.django_db(transaction=True)
+def test_get_missing_result() -> None:
+    """A missing id, an id that is no UUID and a plain job's run are no task results."""
+    plain = start(noop)
+    for missing in ("00000000-0000-0000-0000-000000000000", "not-a-uuid", "", str(plain.pk)):
+        with pytest.raises(TaskResultDoesNotExist):
+            default_task_backend.get_result(missing)
+        with pytest.raises(TaskResultDoesNotExist):
+            async_to_sync(default_task_backend.aget_result)(missing)
+
+
+@pytest.mark.django_db
+def test_get_incorrect_result() -> None:
+    result = fixtures.noop_task.enqueue()
+    with pytest.raises(TaskResultMismatch):
+        fixtures.calculate_meaning_of_life.get_result(result.id)
+
+
+def test_name_and_module_path() -> None:
+    assert fixtures.noop_task.name == "noop_task"
+    assert fixtures.noop_task.module_path == "tests.tasks.fixtures.noop_task"
+
+
+@pytest.mark.django_db
+def test_pickle_task_and_result() -> None:
+    """Tasks and results survive pickling (Django 6.1), weft's options included."""
+    for made in (fixtures.noop_task, fixtures.noop_task.using(priority=5)):
+        assert pickle.loads(pickle.dumps(made)) == made
+    result = fixtures.noop_task.enqueue(1)
+    assert pickle.loads(pickle.dumps(result)) == result
+
+
+# -- test_immediate_backend.py: the same tasks, executed by a weft worker --------------------
+
+
+def test_executes_enqueued_tasks(run_all: Rehearsal) -> None:
+    """Sync and async tasks, with args and kwargs, run and succeed."""
+    results = [
+        fixtures.noop_task.enqueue(1, two=2),
+        fixtures.noop_task_async.enqueue(1, two=2),
+        fixtures.calculate_meaning_of_life.enqueue(),
+    ]
+    run_due(run_all)
+    for result in results:
+        result.refresh()
+        assert result.status == TaskResultStatus.SUCCESSFUL
+        assert result.is_finished
+        assert result.started_at is not None
+        assert result.finished_at is not None
+        assert result.last_attempted_at == result.started_at <= result.finished_at
+        assert (result.attempts, result.errors) == (1, [])
+    assert [result.return_value for result in results] == [None, None, 42]
+
+
+@pytest.mark.parametrize(
+    ("failing", "exception", "message"),
+    [
+        (fixtures.failing_task_value_error, ValueError, "This task failed due to ValueError"),
+        (fixtures.failing_task_system_exit, SystemExit, "This task failed due to SystemExit"),
+        (fixtures.exit_task, SystemExit, "1"),
+    ],
+)
+def test_catches_exception(
+    run_all: Rehearsal, failing: Task, exception: type[BaseException], message: str
+) -> None:
+    """An exception (SystemExit too) fails the task, its class and traceback kept; the
+    worker lives on."""
+    result = failing.enqueue()
+    run_due(run_all)
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED
+    with pytest.raises(ValueError, match="Task failed"):
+        result.return_value  # noqa: B018
+    [error] = result.errors
+    assert error.exception_class is exception
+    assert error.traceback.endswith(f"{exception.__name__}: {message}\n")
+    assert result.finished_at is not None
+    later = fixtures.calculate_meaning_of_life.enqueue()
+    run_due(run_all)
+    later.refresh()
+    assert later.return_value == 42
+
+
+def test_complex_exception(run_all: Rehearsal) -> None:
+    result = fixtures.complex_exception.enqueue()
+    run_due(run_all)
+    result.refresh()
+    [error] = result.errors
+    assert error.exception_class is ValueError
+    assert error.traceback.endswith("ValueError: This task failed\n")
+
+
+def test_complex_return_value(run_all: Rehearsal) -> None:
+    """A return value that is not JSON fails the attempt with Django's TypeError."""
+    result = fixtures.complex_return_value.enqueue()
+    run_due(run_all)
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED
+    [error] = result.errors
+    assert error.exception_class is TypeError
+    assert "Unsupported type" in error.traceback
+
+
+def test_result(run_all: Rehearsal) -> None:
+    result = fixtures.calculate_meaning_of_life.enqueue()
+    run_due(run_all)
+    read = default_task_backend.get_result(result.id)
+    assert read.status == TaskResultStatus.SUCCESSFUL
+    assert read.return_value == 42
+    assert read.worker_ids == [str(run_all.worker.process.pk)]  # type: ignore[union-attr]
+
+
+def test_result_async(run_all: Rehearsal) -> None:
+    result = async_to_sync(fixtures.calculate_meaning_of_life.aenqueue)()
+    run_due(run_all)
+    read = async_to_sync(fixtures.calculate_meaning_of_life.aget_result)(result.id)
+    assert read.return_value == 42
+
+
+def test_refresh_result(run_all: Rehearsal) -> None:
+    result = fixtures.calculate_meaning_of_life.enqueue()
+    run_due(run_all)
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.return_value == 42
+
+
+def test_refresh_result_async(run_all: Rehearsal) -> None:
+    result = fixtures.calculate_meaning_of_life.enqueue()
+    run_due(run_all)
+    async_to_sync(result.arefresh)()
+    assert result.return_value == 42
+
+
+def test_takes_context(run_all: Rehearsal) -> None:
+    """A takes_context task gets the TaskContext: the result's id as this attempt's."""
+    result = fixtures.get_task_id.enqueue()
+    run_due(run_all)
+    result.refresh()
+    assert result.return_value == result.id
+
+
+def test_context_attempt(run_all: Rehearsal) -> None:
+    """The context's attempt counts from 1."""
+    result = fixtures.test_context.enqueue(attempt=1)
+    run_due(run_all)
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL, result.errors
+
+
+@pytest.mark.django_db
+def test_validate_on_enqueue() -> None:
+    """A task made valid, then enqueued under a configuration that refuses its queue."""
+    queued_elsewhere = fixtures.noop_task.using(queue_name="unknown_queue")
+    with (
+        override_settings(
+            TASKS={"default": {"BACKEND": "django_weft.tasks.WeftBackend", "QUEUES": ["queue-1"]}}
+        ),
+        pytest.raises(InvalidTask, match="Queue 'unknown_queue' is not valid for backend"),
+    ):
+        queued_elsewhere.enqueue()
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_validate_on_aenqueue() -> None:
+    queued_elsewhere = fixtures.noop_task.using(queue_name="unknown_queue")
+    with (
+        override_settings(
+            TASKS={"default": {"BACKEND": "django_weft.tasks.WeftBackend", "QUEUES": ["queue-1"]}}
+        ),
+        pytest.raises(InvalidTask, match="Queue 'unknown_queue' is not valid for backend"),
+    ):
+        async_to_sync(queued_elsewhere.aenqueue)()
+    assert not Run.objects.exists()
+
+
+def test_logs(run_all: Rehearsal, caplog: pytest.LogCaptureFixture) -> None:
+    """Django's log lines: enqueued (debug), RUNNING and SUCCESSFUL (info)."""
+    with caplog.at_level(logging.DEBUG, logger="django.tasks"):
+        result = fixtures.noop_task.enqueue()
+        run_due(run_all)
+    lines = [r.getMessage() for r in caplog.records if r.name == "django.tasks"]
+    path = fixtures.noop_task.module_path
+    assert lines == [
+        f"Task id={result.id} path={path} enqueued backend=default",
+        f"Task id={result.id} path={path} state=RUNNING",
+        f"Task id={result.id} path={path} state=SUCCESSFUL",
+    ]
+
+
+def test_failed_logs(run_all: Rehearsal, caplog: pytest.LogCaptureFixture) -> None:
+    """A failed task logs FAILED at ERROR level."""
+    with caplog.at_level(logging.DEBUG, logger="django.tasks"):
+        result = fixtures.failing_task_value_error.enqueue()
+        run_due(run_all)
+    [finished] = [
+        r for r in caplog.records if r.name == "django.tasks" and "FAILED" in r.getMessage()
+    ]
+    assert finished.levelno == logging.ERROR
+    assert finished.getMessage() == (
+        f"Task id={result.id} path={fixtures.failing_task_value_error.module_path} state=FAILED"
+    )
+
+
+def test_check() -> None:
+    """A correct configuration has nothing to say."""
+    assert default_task_backend.check() == []
+
+
+# -- test_dummy_backend.py ------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_commits_with_the_callers_transaction() -> None:
+    """A run enqueued in atomic() exists once it commits, and not at all if it rolls back."""
+    with transaction.atomic():
+        kept = fixtures.noop_task.enqueue()
+    assert Run.objects.filter(pk=kept.id).exists()
+
+    class RolledBack(Exception):
+        pass
+
+    dropped = []
+    with pytest.raises(RolledBack), transaction.atomic():  # noqa: PT012
+        dropped.append(fixtures.noop_task.enqueue())
+        raise RolledBack
+    [dropped_result] = dropped
+    assert not Run.objects.filter(pk=dropped_result.id).exists()
+    with pytest.raises(TaskResultDoesNotExist):
+        default_task_backend.get_result(dropped_result.id)
+
+
+# -- test_custom_backend.py: task_class with extra fields (Django 6.1) ------------------------
+
+
+def test_custom_task_class_default_values() -> None:
+    """WeftTask's options default to nothing."""
+    made = fixtures.noop_task
+    assert isinstance(made, WeftTask)
+    assert (made.retry, made.timeout, made.concurrency, made.state) == (None,) * 4
+    assert made.private_args == ()
+
+
+def test_custom_task_class_kwargs() -> None:
+    """``@task(**options)`` reaches WeftTask."""
+    made = task(timeout=30, concurrency=2, private_args=("secret",))(fixtures.noop_task.func)
+    assert isinstance(made, WeftTask)
+    assert (made.timeout, made.concurrency, made.private_args) == (30, 2, ("secret",))
+
+
+def test_custom_task_class_unknown_kwarg() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nonsense'"):
+        task(nonsense=1)(fixtures.noop_task.func)
+
+
+def test_every_django_case_is_accounted_for() -> None:
+    """Each taken case names a test of this module; none is both taken and set aside."""
+    here = {name for name in globals() if name.startswith("test_")}
+    assert set(TAKEN.values()) <= here
+    assert not set(TAKEN) & set(NOT_APPLICABLE)
+    assert len(TAKEN) + len(NOT_APPLICABLE) >= 55
