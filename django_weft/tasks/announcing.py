@@ -30,7 +30,16 @@ def announce_finished_task(sender: type[Run], *, run: Run, **kwargs: Any) -> Non
     except (TaskResultDoesNotExist, LookupError) as error:
         logger.warning("task_finished not sent for run %s: %s", run.pk, error)
         return
-    task_finished.send(sender=backend, task_result=result)
+    # Robust: the outcome has committed, and a receiver that raises must not look like a
+    # database outage to the worker that recorded it.
+    for receiver, response in task_finished.send_robust(sender=backend, task_result=result):
+        if isinstance(response, Exception):
+            logger.error(
+                "task_finished receiver %r failed for run %s",
+                receiver,
+                run.pk,
+                exc_info=response,
+            )
 
 
 def install() -> None:
