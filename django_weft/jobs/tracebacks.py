@@ -20,7 +20,7 @@ MAX_TRACEBACK = 64 * 1024
 #: for each in a ``django.tasks`` result.
 WEFT_ERRORS = {
     "WorkerLost": "django_weft.exceptions.RunLost",
-    "WorkerStopped": "django_weft.exceptions.RunLost",
+    "WorkerStopped": "django_weft.exceptions.RunAborted",
     "Timeout": "django_weft.exceptions.RunTimedOut",
     "UnknownJob": "django_weft.exceptions.UnknownJob",
 }

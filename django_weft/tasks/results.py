@@ -154,7 +154,8 @@ def _errors(run: Run, attempts: Sequence[Attempt]) -> Iterator[TaskError]:
 
 def error_of(row: ErrorRow) -> TaskError:
     """How a run or attempt that ended in error is told as a ``TaskError``."""
-    if row.status == RunStatus.ABORTED and not row.error_type:
+    if row.status == RunStatus.ABORTED:
+        # Aborted: by a request, or by a worker that stopped (``WorkerStopped``).
         path = ABORTED_CLASS
         message = row.error_message or "the run was aborted"
     else:

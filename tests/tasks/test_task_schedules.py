@@ -39,9 +39,7 @@ def test_a_scheduled_task_fires_and_its_result_reads_back(rehearsal: Rehearsal) 
 def test_a_scheduled_task_with_positional_args_and_a_retry(rehearsal: Rehearsal) -> None:
     """Positional args are stored as given; the task's retry policy holds for fires too."""
     save_schedule(
-        Schedule(
-            name="flaky", job=weft_fixtures.flaky.module_path, args={"args": [2]}, every=HOUR
-        )
+        Schedule(name="flaky", job=weft_fixtures.flaky.module_path, args={"args": [2]}, every=HOUR)
     )
     rehearsal.advance(HOUR + timedelta(minutes=1))
     run = Run.objects.get(schedule__name="flaky")

@@ -30,8 +30,8 @@ from django.test import override_settings
 from django_weft.live.projections import phase
 from django_weft.models import Run, RunStatus
 from django_weft.tasks.framework import (
-    TaskResultDoesNotExist,
     TaskResult,
+    TaskResultDoesNotExist,
     TaskResultStatus,
     default_task_backend,
     task_started,
