@@ -11,14 +11,18 @@ keeps each taken case a test here.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import pickle
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.db import transaction
 from django.test import override_settings
+from django.utils.module_loading import import_string
 
 from django_weft.models import Run
 from django_weft.operations import start
@@ -27,6 +31,7 @@ from django_weft.tasks.framework import (
     DEFAULT_TASK_BACKEND_ALIAS,
     DEFAULT_TASK_QUEUE_NAME,
     InvalidTask,
+    InvalidTaskBackend,
     Task,
     TaskResultDoesNotExist,
     TaskResultMismatch,
@@ -39,77 +44,120 @@ from django_weft.testing import Rehearsal
 from tests.jobs import noop
 from tests.tasks import fixtures
 
-#: Django's cases that hold for WeftBackend, by Django's name -> the test here.
+#: Django's cases that hold for WeftBackend: Django's module and test name -> the test
+#: here that restates it.
 TAKEN = {
-    # test_tasks.py
-    "test_using_correct_backend": "test_using_correct_backend",
-    "test_task_decorator": "test_task_decorator",
-    "test_enqueue_task": "test_enqueue_task",
-    "test_enqueue_task_async": "test_enqueue_task_async",
-    "test_enqueue_with_invalid_argument": "test_enqueue_with_invalid_argument",
-    "test_enqueue_with_invalid_argument_async": "test_enqueue_with_invalid_argument_async",
-    "test_using_priority": "test_using_priority",
-    "test_using_queue_name": "test_using_queue_name",
-    "test_using_run_after": "test_using_run_after",
-    "test_using_unknown_backend": "test_using_unknown_backend",
-    "test_invalid_priority": "test_invalid_priority",
-    "test_naive_run_after": "test_naive_run_after",
-    "test_unknown_queue_name": "test_unknown_queue_name",
-    "test_invalid_function": "test_invalid_function",
-    "test_takes_context_without_taking_context": "test_takes_context_without_taking_context",
-    "test_call_task": "test_call_task",
-    "test_call_async_task": "test_call_async_task",
-    "test_get_result": "test_get_result",
-    "test_get_result_async": "test_get_result_async",
-    "test_get_missing_result": "test_get_missing_result",
-    "test_get_incorrect_result": "test_get_incorrect_result",
-    "test_name": "test_name_and_module_path",
-    "test_module_path": "test_name_and_module_path",
-    "test_pickle_task": "test_pickle_task_and_result",
-    "test_pickle_task_result": "test_pickle_task_and_result",
-    # test_immediate_backend.py (its execution cases run on a worker here)
-    "test_enqueue_task_immediate": "test_executes_enqueued_tasks",
-    "test_catches_exception": "test_catches_exception",
-    "test_complex_exception": "test_complex_exception",
-    "test_complex_return_value": "test_complex_return_value",
-    "test_result": "test_result",
-    "test_result_async": "test_result_async",
-    "test_refresh_result": "test_refresh_result",
-    "test_refresh_result_async": "test_refresh_result_async",
-    "test_takes_context": "test_takes_context",
-    "test_context": "test_context_attempt",
-    "test_exit_task": "test_catches_exception",
-    "test_validate_on_enqueue": "test_validate_on_enqueue",
-    "test_validate_on_aenqueue": "test_validate_on_aenqueue",
-    "test_enqueue_logs": "test_logs",
-    "test_started_logs": "test_logs",
-    "test_finished_logs": "test_logs",
-    "test_failed_logs": "test_failed_logs",
-    "test_check": "test_check",
-    # test_dummy_backend.py
-    "test_enqueue_on_commit": "test_enqueue_commits_with_the_callers_transaction",
-    "test_get_result_from_different_request": "test_get_result",
-    # test_custom_backend.py (Django 6.1: @task(**kwargs) reaches task_class)
-    "test_custom_task_class_default_values": "test_custom_task_class_default_values",
-    "test_custom_task_class_kwargs": "test_custom_task_class_kwargs",
-    "test_custom_task_class_unknown_kwarg": "test_custom_task_class_unknown_kwarg",
+    "test_tasks.test_using_correct_backend": "test_using_correct_backend",
+    "test_tasks.test_task_decorator": "test_task_decorator",
+    "test_tasks.test_enqueue_task": "test_enqueue_task",
+    "test_tasks.test_enqueue_task_async": "test_enqueue_task_async",
+    "test_tasks.test_enqueue_with_invalid_argument": "test_enqueue_with_invalid_argument",
+    "test_tasks.test_aenqueue_with_invalid_argument": "test_aenqueue_with_invalid_argument",
+    "test_tasks.test_using_priority": "test_using_priority",
+    "test_tasks.test_using_queue_name": "test_using_queue_name",
+    "test_tasks.test_using_run_after": "test_using_run_after",
+    "test_tasks.test_using_unknown_backend": "test_using_unknown_backend",
+    "test_tasks.test_using_missing_backend": "test_using_unknown_backend",
+    "test_tasks.test_using_creates_new_instance": "test_using_creates_new_instance",
+    "test_tasks.test_chained_using": "test_using_creates_new_instance",
+    "test_tasks.test_refresh_result": "test_refresh_unchanged_result",
+    "test_tasks.test_naive_datetime": "test_naive_run_after",
+    "test_tasks.test_invalid_priority": "test_invalid_priority",
+    "test_tasks.test_unknown_queue_name": "test_unknown_queue_name",
+    "test_tasks.test_call_task": "test_call_task",
+    "test_tasks.test_call_task_async": "test_call_task",
+    "test_tasks.test_call_async_task": "test_call_async_task",
+    "test_tasks.test_call_async_task_sync": "test_call_async_task",
+    "test_tasks.test_get_result": "test_get_result",
+    "test_tasks.test_get_result_async": "test_get_result_async",
+    "test_tasks.test_get_missing_result": "test_get_missing_result",
+    "test_tasks.test_get_incorrect_result": "test_get_incorrect_result",
+    "test_tasks.test_get_incorrect_result_async": "test_get_incorrect_result",
+    "test_tasks.test_invalid_function": "test_invalid_function",
+    "test_tasks.test_get_backend": "test_using_correct_backend",
+    "test_tasks.test_name": "test_name_and_module_path",
+    "test_tasks.test_module_path": "test_name_and_module_path",
+    "test_tasks.test_pickle_task": "test_pickle_task_and_result",
+    "test_tasks.test_unpickle_arbitrary_string": "test_unpickle_what_is_no_task",
+    "test_tasks.test_unpickle_non_task_object": "test_unpickle_what_is_no_task",
+    "test_tasks.test_pickle_task_result": "test_pickle_task_and_result",
+    "test_tasks.test_no_backends": "test_no_backends",
+    "test_tasks.test_task_error_invalid_exception": "test_task_error_bad_class_paths",
+    "test_tasks.test_task_error_unknown_module": "test_task_error_bad_class_paths",
+    "test_tasks.test_takes_context_without_taking_context": (
+        "test_takes_context_without_taking_context"
+    ),
+    "test_tasks.test_run_after_in_decorator": "test_run_after_in_decorator",
+    # test_immediate_backend.py: ImmediateBackend runs a task inside enqueue(); here a
+    # weft worker runs it and the result is read back.
+    "test_immediate_backend.test_using_correct_backend": "test_using_correct_backend",
+    "test_immediate_backend.test_enqueue_task": "test_executes_enqueued_tasks",
+    "test_immediate_backend.test_enqueue_task_async": "test_executes_enqueued_tasks",
+    "test_immediate_backend.test_catches_exception": "test_catches_exception",
+    "test_immediate_backend.test_complex_exception": "test_complex_exception",
+    "test_immediate_backend.test_complex_return_value": "test_complex_return_value",
+    "test_immediate_backend.test_result": "test_result",
+    "test_immediate_backend.test_result_async": "test_result_async",
+    "test_immediate_backend.test_enqueue_logs": "test_logs",
+    "test_immediate_backend.test_failed_logs": "test_failed_logs",
+    "test_immediate_backend.test_successful_task_no_none_type_in_logs": "test_logs",
+    "test_immediate_backend.test_takes_context": "test_takes_context",
+    "test_immediate_backend.test_context": "test_context_attempt",
+    "test_immediate_backend.test_validate_on_enqueue": "test_validate_on_enqueue",
+    "test_immediate_backend.test_validate_on_aenqueue": "test_validate_on_aenqueue",
+    # test_dummy_backend.py: DummyBackend stores results; weft stores runs.
+    "test_dummy_backend.test_using_correct_backend": "test_using_correct_backend",
+    "test_dummy_backend.test_enqueue_task": "test_enqueue_task",
+    "test_dummy_backend.test_enqueue_task_async": "test_enqueue_task_async",
+    "test_dummy_backend.test_get_result": "test_get_result",
+    "test_dummy_backend.test_get_result_async": "test_get_result_async",
+    "test_dummy_backend.test_refresh_result": "test_refresh_result",
+    "test_dummy_backend.test_refresh_result_async": "test_refresh_result_async",
+    "test_dummy_backend.test_get_missing_result": "test_get_missing_result",
+    "test_dummy_backend.test_enqueue_logs": "test_logs",
+    # test_custom_backend.py
+    "test_custom_backend.test_using_correct_backend": "test_using_correct_backend",
+    # Django 6.1's custom task class (@task(**kwargs) reaches the backend's task_class).
+    "custom task class: default values": "test_custom_task_class_default_values",
+    "custom task class: values": "test_custom_task_class_kwargs",
+    "custom task class: unknown keyword": "test_custom_task_class_unknown_kwarg",
 }
 
 #: Django's cases that do not apply to WeftBackend, and why.
 NOT_APPLICABLE = {
-    "test_cannot_get_result": "ImmediateBackend and DummyBackend lack get_result; weft has it",
-    "test_throws_keyboard_interrupt": "about the calling process: ImmediateBackend re-raises "
-    "in enqueue(); weft's worker records it and re-raises in its own run thread",
-    "test_clear": "DummyBackend.clear() empties its in-memory list; runs are rows",
-    "test_enqueue_dummy_results": "DummyBackend keeps results in a list; weft reads rows",
-    "test_get_cached_result": "DummyBackend hands back the very object it stored",
-    "test_supports_defer_false": "weft supports run_after (supports_defer is True)",
-    "test_using_missing_backend_defaults": "about Django's handler, not a backend",
-    "test_worker_id_is_random": "ImmediateBackend's per-instance random worker id; weft's "
-    "are WorkerProcess ids (tests/tasks/test_task_runs.py)",
-    "test_enqueue_not_supported_async": "weft supports async tasks",
-    "test_custom_backend_enqueue": "Django's made-up backend, not a weft one",
+    "test_tasks.test_task_result_comparability_in_priority_queue": "TaskResult ordering is "
+    "newer than the Django this suite pins (6.1 has none)",
+    "test_tasks.test_task_result_equality": "TaskResult equality by id is newer than 6.1",
+    "test_tasks.test_task_result_equality_not_implemented": "newer than 6.1",
+    "test_tasks.test_task_result_hash_equal_objects": "TaskResult hashing is newer than 6.1",
+    "test_tasks.test_task_result_hash_usable_in_set": "newer than 6.1",
+    "test_tasks.test_task_result_hash_usable_as_dict_key": "newer than 6.1",
+    "test_tasks.test_task_result_lt_not_implemented": "newer than 6.1",
+    "test_tasks.test_task_result_lt_stability": "newer than 6.1",
+    "test_immediate_backend.test_throws_keyboard_interrupt": "about the calling process: "
+    "ImmediateBackend re-raises it from enqueue(); a weft worker records the attempt and "
+    "re-raises it in its run thread, where it stops the worker",
+    "test_immediate_backend.test_cannot_get_result": "weft supports get_result",
+    "test_immediate_backend.test_cannot_refresh_result": "weft supports get_result",
+    "test_immediate_backend.test_cannot_pass_run_after": "weft supports run_after",
+    "test_immediate_backend.test_doesnt_wait_until_transaction_commit_by_default": "weft's "
+    "enqueue joins the caller's transaction: test_enqueue_commits_with_the_callers_transaction",
+    "test_dummy_backend.test_clear": "DummyBackend.clear() empties its in-memory list",
+    "test_dummy_backend.test_enqueue_on_commit": "ENQUEUE_ON_COMMIT was dropped before "
+    "Django 6.0; weft's enqueue is in the caller's transaction instead",
+    "test_dummy_backend.test_wait_until_transaction_commit": "as test_enqueue_on_commit",
+    "test_dummy_backend.test_doesnt_wait_until_transaction_commit": "as test_enqueue_on_commit",
+    "test_dummy_backend.test_wait_until_transaction_by_default": "as test_enqueue_on_commit",
+    "test_dummy_backend.test_task_specific_enqueue_on_commit": "as test_enqueue_on_commit",
+    "test_custom_backend.test_enqueue_async_task_on_non_async_backend": "weft runs async tasks",
+    "test_custom_backend.test_backend_does_not_support_priority": "weft supports priority",
+    "test_custom_backend.test_options": "about Django's made-up backend's own option",
+    "test_custom_backend.test_no_enqueue": "about Django's made-up abstract backend",
 }
+"""Also a difference, not a case: Django's ``FAILED`` log line carries the exception
+(``task_finished`` is sent inside ``except`` by Django's backends); weft sends it once
+the outcome has committed, so the line carries none, and the traceback is in
+``errors``."""
 
 
 @pytest.fixture
@@ -127,7 +175,10 @@ def run_due(rehearsal: Rehearsal) -> None:
 
 def test_using_correct_backend() -> None:
     """The default backend is weft's, and its tasks are WeftTasks."""
-    assert isinstance(task_backends[DEFAULT_TASK_BACKEND_ALIAS], WeftBackend)
+    backend = task_backends[DEFAULT_TASK_BACKEND_ALIAS]
+    assert isinstance(backend, WeftBackend)
+    assert (backend.alias, backend.options) == ("default", {})
+    assert fixtures.noop_task.get_backend() is backend
     assert isinstance(fixtures.noop_task, WeftTask)
     assert isinstance(fixtures.noop_task_from_bare_decorator, WeftTask)
 
@@ -179,7 +230,7 @@ def test_enqueue_with_invalid_argument() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_enqueue_with_invalid_argument_async() -> None:
+def test_aenqueue_with_invalid_argument() -> None:
     with pytest.raises(TypeError, match="Unsupported type"):
         async_to_sync(fixtures.noop_task.aenqueue)(datetime.now(UTC))
     assert not Run.objects.exists()
@@ -217,8 +268,57 @@ def test_using_run_after() -> None:
 
 
 def test_using_unknown_backend() -> None:
-    with pytest.raises(Exception, match="missing"):
+    with pytest.raises(
+        InvalidTaskBackend, match=re.escape("The connection 'unknown' doesn't exist.")
+    ):
+        fixtures.noop_task.using(backend="unknown")
+    with (
+        override_settings(TASKS={**settings.TASKS, "missing": {"BACKEND": "does.not.exist"}}),
+        pytest.raises(
+            InvalidTaskBackend, match=re.escape("Could not find backend 'does.not.exist'")
+        ),
+    ):
         fixtures.noop_task.using(backend="missing")
+
+
+def test_using_creates_new_instance() -> None:
+    """``using()`` copies, and copies of copies keep what the first changed."""
+    copy = fixtures.noop_task.using()
+    assert copy == fixtures.noop_task
+    assert copy is not fixtures.noop_task
+    later = datetime(2030, 1, 1, tzinfo=UTC)
+    chained = fixtures.noop_task.using(run_after=later).using(priority=10)
+    assert (chained.run_after, chained.priority) == (later, 10)
+    assert isinstance(chained, WeftTask)
+
+
+def test_run_after_in_decorator() -> None:
+    with pytest.raises(TypeError, match="run_after cannot be defined statically"):
+        task(run_after=datetime.now(UTC))(fixtures.calculate_meaning_of_life.func)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_refresh_unchanged_result() -> None:
+    """Refreshing a result nothing changed gives the same fields back."""
+    result = fixtures.noop_task.enqueue(1)
+    original = dataclasses.asdict(result)
+    result.refresh()
+    assert dataclasses.asdict(result) == original
+    async_to_sync(result.arefresh)()
+    assert dataclasses.asdict(result) == original
+
+
+def test_unpickle_what_is_no_task() -> None:
+    with pytest.raises(ValueError, match="to point to a Task instance"):
+        WeftTask._reconstruct({"func": "does.not.exist.fake_task"})
+    with pytest.raises(ValueError, match="to point to a Task instance"):
+        WeftTask._reconstruct({"func": "builtins.any"})
+
+
+@override_settings(TASKS={})
+def test_no_backends() -> None:
+    with pytest.raises(InvalidTaskBackend):
+        fixtures.noop_task.enqueue()
 
 
 @pytest.mark.parametrize("priority", [-101, 101, 3.1])
@@ -249,6 +349,8 @@ def test_invalid_function() -> None:
 
     with pytest.raises(InvalidTask, match="module level"):
         task()(inner)
+    with pytest.raises(InvalidTask, match="module level"):
+        task()(any)
     with pytest.raises(InvalidTask, match="module level"):
         task()(lambda: None)
 
@@ -301,14 +403,16 @@ def test_get_missing_result() -> None:
 
 @pytest.mark.django_db
 def test_get_incorrect_result() -> None:
-    result = fixtures.noop_task.enqueue()
-    with pytest.raises(TaskResultMismatch):
-        fixtures.calculate_meaning_of_life.get_result(result.id)
+    result = fixtures.noop_task_async.enqueue()
+    with pytest.raises(TaskResultMismatch, match="Task does not match"):
+        fixtures.noop_task.get_result(result.id)
 
 
 def test_name_and_module_path() -> None:
     assert fixtures.noop_task.name == "noop_task"
     assert fixtures.noop_task.module_path == "tests.tasks.fixtures.noop_task"
+    assert import_string(fixtures.noop_task.module_path) is fixtures.noop_task
+    assert import_string(fixtures.noop_task_async.module_path) is fixtures.noop_task_async
 
 
 @pytest.mark.django_db
@@ -377,7 +481,23 @@ def test_complex_exception(run_all: Rehearsal) -> None:
     result.refresh()
     [error] = result.errors
     assert error.exception_class is ValueError
+    assert 'ValueError(ValueError("This task failed"))' in error.traceback
     assert error.traceback.endswith("ValueError: This task failed\n")
+
+
+def test_task_error_bad_class_paths(run_all: Rehearsal) -> None:
+    """A path that names no exception, or no module, does not resolve."""
+    result = fixtures.failing_task_value_error.enqueue()
+    run_due(run_all)
+    result.refresh()
+    [error] = result.errors
+    object.__setattr__(error, "exception_class_path", "subprocess.run")
+    bad = re.escape("'subprocess.run' does not reference a valid exception")
+    with pytest.raises(ValueError, match=bad):
+        error.exception_class  # noqa: B018
+    object.__setattr__(error, "exception_class_path", "does.not.exist")
+    with pytest.raises(ImportError):
+        error.exception_class  # noqa: B018
 
 
 def test_complex_return_value(run_all: Rehearsal) -> None:
@@ -477,6 +597,7 @@ def test_logs(run_all: Rehearsal, caplog: pytest.LogCaptureFixture) -> None:
         f"Task id={result.id} path={path} state=RUNNING",
         f"Task id={result.id} path={path} state=SUCCESSFUL",
     ]
+    assert not any("NoneType" in line for line in lines)
 
 
 def test_failed_logs(run_all: Rehearsal, caplog: pytest.LogCaptureFixture) -> None:
@@ -549,4 +670,4 @@ def test_every_django_case_is_accounted_for() -> None:
     here = {name for name in globals() if name.startswith("test_")}
     assert set(TAKEN.values()) <= here
     assert not set(TAKEN) & set(NOT_APPLICABLE)
-    assert len(TAKEN) + len(NOT_APPLICABLE) >= 55
+    assert len(TAKEN) + len(NOT_APPLICABLE) >= 85, "Django's four modules hold 85 cases"
