@@ -268,15 +268,13 @@ def test_using_run_after() -> None:
 
 
 def test_using_unknown_backend() -> None:
-    with pytest.raises(
-        InvalidTaskBackend, match=re.escape("The connection 'unknown' doesn't exist.")
-    ):
+    unknown = re.escape("The connection 'unknown' doesn't exist.")
+    with pytest.raises(InvalidTaskBackend, match=unknown):
         fixtures.noop_task.using(backend="unknown")
+    missing = re.escape("Could not find backend 'does.not.exist'")
     with (
         override_settings(TASKS={**settings.TASKS, "missing": {"BACKEND": "does.not.exist"}}),
-        pytest.raises(
-            InvalidTaskBackend, match=re.escape("Could not find backend 'does.not.exist'")
-        ),
+        pytest.raises(InvalidTaskBackend, match=missing),
     ):
         fixtures.noop_task.using(backend="missing")
 
