@@ -175,12 +175,30 @@ def closing(call: Callable[P, R]) -> Callable[P, R]:
     return closed
 
 
+#: Names the finder found no task at, so that pages listing runs of jobs that are gone
+#: do not import them again for every row; forgotten when ``TASKS`` changes, and kept to
+#: :data:`NOT_TASKS_KEPT` names so that made-up names cannot grow it for ever.
+_not_tasks: set[str] = set()
+NOT_TASKS_KEPT = 1000
+
+
 def find_task_job(name: str) -> Job | None:
     """The job of the task at ``name`` if a ``WeftBackend`` runs it: the registry's finder.
 
     A task may live in any module, as Django allows, so the path is imported as a worker
     of django-tasks-db would; what it names must then be a task of a ``WeftBackend``.
     """
+    if name in _not_tasks:
+        return None
+    found = _find_task_job(name)
+    if found is None:
+        if len(_not_tasks) >= NOT_TASKS_KEPT:
+            _not_tasks.clear()
+        _not_tasks.add(name)
+    return found
+
+
+def _find_task_job(name: str) -> Job | None:
     try:
         task = task_at(name)
         backend = task.get_backend() if task is not None else None
@@ -196,6 +214,7 @@ def forget_task_jobs(*, setting: str, **kwargs: Any) -> None:
     """``TASKS`` changed (a test's ``override_settings``): each task's job is built again
     from its new backend the next time it is needed."""
     if setting == "TASKS":
+        _not_tasks.clear()
         for job in list(registry):
             if isinstance(job, TaskJob):
                 registry.unregister(job.name)

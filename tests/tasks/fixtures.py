@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django_weft.tasks.framework import TaskContext, task
+from django_weft.tasks.framework import TaskContext, task, task_backends
+
+#: ``django.tasks``, or ``django_tasks`` (the backport on Django 5.2).
+FRAMEWORK = type(task_backends).__module__
+LOGGER = "django.tasks" if FRAMEWORK == "django.tasks" else "django_tasks"
+"""The logger of the framework's task lines."""
+IMMEDIATE = {"default": {"BACKEND": f"{FRAMEWORK}.backends.immediate.ImmediateBackend"}}
+"""A ``TASKS`` setting of the framework's ImmediateBackend."""
 
 
 @task()

@@ -18,11 +18,11 @@ from django_weft.tasks.framework import (
     InvalidTask,
     TaskResultStatus,
     default_task_backend,
-    task,
     task_backends,
 )
 from django_weft.testing import Rehearsal
 from tests.tasks import fixtures, weft_fixtures
+from tests.tasks.weft_fixtures import weft_task
 
 
 def weft_backend(**options: Any) -> dict[str, Any]:
@@ -47,13 +47,13 @@ def weft_backend(**options: Any) -> dict[str, Any]:
 def test_bad_option_is_invalid_task_naming_it(options: dict[str, Any], named: str) -> None:
     """A bad weft option fails where the task is defined, naming the option."""
     with pytest.raises(InvalidTask, match=named):
-        task(**options)(fixtures.noop_task.func)
+        weft_task(**options)(fixtures.noop_task.func)
 
 
 def test_good_options_make_a_weft_task_whose_job_has_them() -> None:
     """The options reach the job the worker runs the task as."""
     retry = Retry(max_attempts=5)
-    made = task(retry=retry, timeout=2.5, concurrency=3)(fixtures.noop_task.func)
+    made = weft_task(retry=retry, timeout=2.5, concurrency=3)(fixtures.noop_task.func)
     job = task_backends["default"].job_for(made)  # type: ignore[attr-defined]
     assert (job.retry, job.timeout, job.concurrency) == (retry, 2.5, 3)
     assert job.name == made.module_path

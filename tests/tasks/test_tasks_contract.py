@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import pickle
 import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -77,10 +77,10 @@ TAKEN = {
     "test_tasks.test_get_backend": "test_using_correct_backend",
     "test_tasks.test_name": "test_name_and_module_path",
     "test_tasks.test_module_path": "test_name_and_module_path",
-    "test_tasks.test_pickle_task": "test_pickle_task_and_result",
-    "test_tasks.test_unpickle_arbitrary_string": "test_unpickle_what_is_no_task",
-    "test_tasks.test_unpickle_non_task_object": "test_unpickle_what_is_no_task",
-    "test_tasks.test_pickle_task_result": "test_pickle_task_and_result",
+    "test_tasks.test_pickle_task": "test_pickling.test_pickle_task_and_result",
+    "test_tasks.test_unpickle_arbitrary_string": "test_pickling.test_unpickle_what_is_no_task",
+    "test_tasks.test_unpickle_non_task_object": "test_pickling.test_unpickle_what_is_no_task",
+    "test_tasks.test_pickle_task_result": "test_pickling.test_pickle_task_and_result",
     "test_tasks.test_no_backends": "test_no_backends",
     "test_tasks.test_task_error_invalid_exception": "test_task_error_bad_class_paths",
     "test_tasks.test_task_error_unknown_module": "test_task_error_bad_class_paths",
@@ -119,8 +119,10 @@ TAKEN = {
     "test_custom_backend.test_using_correct_backend": "test_using_correct_backend",
     # Django 6.1's custom task class (@task(**kwargs) reaches the backend's task_class).
     "custom task class: default values": "test_custom_task_class_default_values",
-    "custom task class: values": "test_custom_task_class_kwargs",
-    "custom task class: unknown keyword": "test_custom_task_class_unknown_kwarg",
+    "custom task class: values": "test_task_class_options.test_custom_task_class_kwargs",
+    "custom task class: unknown keyword": (
+        "test_task_class_options.test_custom_task_class_unknown_kwarg"
+    ),
 }
 
 #: Django's cases that do not apply to WeftBackend, and why.
@@ -291,7 +293,9 @@ def test_using_creates_new_instance() -> None:
 
 
 def test_run_after_in_decorator() -> None:
-    with pytest.raises(TypeError, match="run_after cannot be defined statically"):
+    """A TypeError naming run_after (Django 6.1 says it cannot be set statically; 6.0's
+    decorator takes no such keyword)."""
+    with pytest.raises(TypeError, match="run_after"):
         task(run_after=datetime.now(UTC))(fixtures.calculate_meaning_of_life.func)
 
 
@@ -304,13 +308,6 @@ def test_refresh_unchanged_result() -> None:
     assert dataclasses.asdict(result) == original
     async_to_sync(result.arefresh)()
     assert dataclasses.asdict(result) == original
-
-
-def test_unpickle_what_is_no_task() -> None:
-    with pytest.raises(ValueError, match="to point to a Task instance"):
-        WeftTask._reconstruct({"func": "does.not.exist.fake_task"})
-    with pytest.raises(ValueError, match="to point to a Task instance"):
-        WeftTask._reconstruct({"func": "builtins.any"})
 
 
 @override_settings(TASKS={})
@@ -411,15 +408,6 @@ def test_name_and_module_path() -> None:
     assert fixtures.noop_task.module_path == "tests.tasks.fixtures.noop_task"
     assert import_string(fixtures.noop_task.module_path) is fixtures.noop_task
     assert import_string(fixtures.noop_task_async.module_path) is fixtures.noop_task_async
-
-
-@pytest.mark.django_db
-def test_pickle_task_and_result() -> None:
-    """Tasks and results survive pickling (Django 6.1), weft's options included."""
-    for made in (fixtures.noop_task, fixtures.noop_task.using(priority=5)):
-        assert pickle.loads(pickle.dumps(made)) == made
-    result = fixtures.noop_task.enqueue(1)
-    assert pickle.loads(pickle.dumps(result)) == result
 
 
 # -- test_immediate_backend.py: the same tasks, executed by a weft worker --------------------
@@ -585,10 +573,10 @@ def test_validate_on_aenqueue() -> None:
 
 def test_logs(run_all: Rehearsal, caplog: pytest.LogCaptureFixture) -> None:
     """Django's log lines: enqueued (debug), RUNNING and SUCCESSFUL (info)."""
-    with caplog.at_level(logging.DEBUG, logger="django.tasks"):
+    with caplog.at_level(logging.DEBUG, logger=fixtures.LOGGER):
         result = fixtures.noop_task.enqueue()
         run_due(run_all)
-    lines = [r.getMessage() for r in caplog.records if r.name == "django.tasks"]
+    lines = [r.getMessage() for r in caplog.records if r.name == fixtures.LOGGER]
     path = fixtures.noop_task.module_path
     assert lines == [
         f"Task id={result.id} path={path} enqueued backend=default",
@@ -600,11 +588,11 @@ def test_logs(run_all: Rehearsal, caplog: pytest.LogCaptureFixture) -> None:
 
 def test_failed_logs(run_all: Rehearsal, caplog: pytest.LogCaptureFixture) -> None:
     """A failed task logs FAILED at ERROR level."""
-    with caplog.at_level(logging.DEBUG, logger="django.tasks"):
+    with caplog.at_level(logging.DEBUG, logger=fixtures.LOGGER):
         result = fixtures.failing_task_value_error.enqueue()
         run_due(run_all)
     [finished] = [
-        r for r in caplog.records if r.name == "django.tasks" and "FAILED" in r.getMessage()
+        r for r in caplog.records if r.name == fixtures.LOGGER and "FAILED" in r.getMessage()
     ]
     assert finished.levelno == logging.ERROR
     assert finished.getMessage() == (
@@ -651,21 +639,13 @@ def test_custom_task_class_default_values() -> None:
     assert made.private_args == ()
 
 
-def test_custom_task_class_kwargs() -> None:
-    """``@task(**options)`` reaches WeftTask."""
-    made = task(timeout=30, concurrency=2, private_args=("secret",))(fixtures.noop_task.func)
-    assert isinstance(made, WeftTask)
-    assert (made.timeout, made.concurrency, made.private_args) == (30, 2, ("secret",))
-
-
-def test_custom_task_class_unknown_kwarg() -> None:
-    with pytest.raises(TypeError, match="unexpected keyword argument 'nonsense'"):
-        task(nonsense=1)(fixtures.noop_task.func)
-
-
 def test_every_django_case_is_accounted_for() -> None:
-    """Each taken case names a test of this module; none is both taken and set aside."""
-    here = {name for name in globals() if name.startswith("test_")}
-    assert set(TAKEN.values()) <= here
+    """Each taken case names a test (of this module, or ``module.test`` of a sibling kept
+    apart for the Django versions that have what it needs); none is also set aside."""
+    folder = Path(__file__).parent
+    for taken in TAKEN.values():
+        module, _, name = taken.rpartition(".")
+        source = (folder / f"{module or Path(__file__).stem}.py").read_text(encoding="utf-8")
+        assert f"def {name}(" in source, taken
     assert not set(TAKEN) & set(NOT_APPLICABLE)
     assert len(TAKEN) + len(NOT_APPLICABLE) >= 85, "Django's four modules hold 85 cases"

@@ -154,8 +154,7 @@ def test_an_id_that_is_no_uuid_is_no_result() -> None:
 def test_the_same_tasks_on_immediate_backend_and_on_a_runjobs_process() -> None:
     """A project's tasks, tested on ImmediateBackend, run unchanged on weft: only TASKS
     differs, and a real ``runjobs`` process runs them."""
-    immediate = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
-    with override_settings(TASKS=immediate):
+    with override_settings(TASKS=fixtures.IMMEDIATE):
         ran_here = [
             fixtures.calculate_meaning_of_life.enqueue(),
             fixtures.noop_task_async.enqueue(1, two=2),
