@@ -14,7 +14,12 @@ from typing import Any
 
 from django_weft.models import Run
 from django_weft.signals import run_finished
-from django_weft.tasks.framework import TaskResultDoesNotExist, task_finished
+from django_weft.tasks.framework import (
+    InvalidTask,
+    InvalidTaskBackend,
+    TaskResultDoesNotExist,
+    task_finished,
+)
 from django_weft.tasks.results import earlier_attempts, result_of
 
 logger = logging.getLogger("django_weft.tasks")
@@ -27,7 +32,8 @@ def announce_finished_task(sender: type[Run], *, run: Run, **kwargs: Any) -> Non
     try:
         result = result_of(run, earlier_attempts(run))
         backend = type(result.task.get_backend())
-    except (TaskResultDoesNotExist, LookupError) as error:
+    except (TaskResultDoesNotExist, InvalidTask, InvalidTaskBackend) as error:
+        # Its path names no task any more, or its backend alias or queue is gone.
         logger.warning("task_finished not sent for run %s: %s", run.pk, error)
         return
     # Robust: the outcome has committed, and a receiver that raises must not look like a

@@ -201,3 +201,35 @@ def test_rolled_back_enqueue_leaves_no_run(rehearsal: Rehearsal) -> None:
         transaction.set_rollback(True)
     rehearsal.advance(timedelta(0))
     assert not Run.objects.exists()
+
+
+def test_task_finished_is_not_sent_for_a_path_gone_meanwhile(
+    rehearsal: Rehearsal, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A finish whose task cannot be read back is logged; the finish itself stands."""
+    result = fixtures.noop_task.enqueue()
+    Run.objects.filter(pk=result.id).update(task_backend="gone")
+    abort_run(Run.objects.get(pk=result.id))
+    assert Run.objects.get(pk=result.id).status == RunStatus.ABORTED
+    assert "task_finished not sent" in caplog.text
+
+
+def test_a_failing_task_finished_receiver_does_not_stop_the_worker(
+    rehearsal: Rehearsal, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(sender: object, **kwargs: object) -> None:
+        raise RuntimeError("receiver bug")
+
+    task_finished.connect(broken, dispatch_uid="tests.broken_receiver")
+    try:
+        first = fixtures.calculate_meaning_of_life.enqueue()
+        rehearsal.advance(timedelta(0))
+        second = fixtures.calculate_meaning_of_life.enqueue()
+        rehearsal.advance(timedelta(0))
+    finally:
+        task_finished.disconnect(dispatch_uid="tests.broken_receiver")
+    for result in (first, second):
+        result.refresh()
+        assert result.return_value == 42
+    assert "task_finished receiver" in caplog.text
+    assert "backing off" not in caplog.text
