@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from django.utils.json import normalize_json
@@ -90,7 +90,7 @@ class TaskJob(Job):
 def job_for(task: AnyTask, *, retry: Any, timeout: Any) -> TaskJob:
     """The job that runs ``task``, with the retry and timeout it ends up with."""
     return TaskJob(
-        func=runner(task.module_path),
+        func=runner(task.module_path, task.func.__doc__),
         name=task.module_path,
         queue=task.queue_name,
         priority=task.priority,
@@ -105,10 +105,22 @@ def job_for(task: AnyTask, *, retry: Any, timeout: Any) -> TaskJob:
 
 
 @cache
-def runner(path: str) -> JobFunction:
+def runner(path: str, doc: str | None) -> JobFunction:
     """The job function of the task at ``path``: one per path, so that registering a job
-    for it again (a ``.using()`` copy) is registering the same one."""
-    return partial(run_task, path)
+    for it again (a ``.using()`` copy) is registering the same one. It carries the task's
+    docstring, which the console shows beside the job's name."""
+
+    def run(
+        context: RunContext,
+        *,
+        args: list[Any] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        return run_task(path, context, args=args, kwargs=kwargs)
+
+    run.__doc__ = doc
+    run.__qualname__ = run.__name__ = path.rpartition(".")[2]
+    return run
 
 
 def run_task(

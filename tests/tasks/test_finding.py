@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.test import override_settings
 
+from django_weft.console.schedule_form import job_options
 from django_weft.jobs.registry import registry
 from django_weft.tasks import backend
 from django_weft.tasks.backend import NOT_TASKS_KEPT, find_task_job
@@ -54,3 +55,19 @@ def test_the_worker_finds_the_tasks_of_queued_runs(rehearsal: Rehearsal) -> None
     rehearsal.advance(timedelta(0))
     result.refresh()
     assert result.return_value == 42
+
+
+def test_a_tasks_job_carries_its_docstring_for_the_console() -> None:
+    """The console lists jobs with their docstring's first line; a task's is its own."""
+    job = registry.get("tests.tasks.unimported.double")
+    assert job.func.__doc__ == "Doubles ``number``."
+    assert registry.get("tests.tasks.unimported.double").func is job.func
+
+
+@pytest.mark.django_db
+def test_the_console_offers_an_enqueued_task_next_to_the_jobs() -> None:
+    """Once this process has a task's job, the schedule form lists it with the jobs."""
+    fixtures.calculate_meaning_of_life.enqueue()
+    offered = dict(job_options())
+    assert fixtures.calculate_meaning_of_life.module_path in offered
+    assert "tests.noop" in offered

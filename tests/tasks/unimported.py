@@ -7,4 +7,5 @@ from django_weft.tasks.framework import task
 
 @task()
 def double(number: int) -> int:
+    """Doubles ``number``."""
     return number * 2
