@@ -49,6 +49,8 @@ _HOMES: dict[str, str] = {
     "IdempotencyKeyReused": "django_weft.exceptions",
     "InvalidIdempotencyKey": "django_weft.exceptions",
     "RunAborted": "django_weft.exceptions",
+    "RunLost": "django_weft.exceptions",
+    "RunTimedOut": "django_weft.exceptions",
     "Forbidden": "django_weft.exceptions",
     "RunFinished": "django_weft.exceptions",
     "RunNotFinished": "django_weft.exceptions",
@@ -85,7 +87,9 @@ if TYPE_CHECKING:
     from django_weft.exceptions import InvalidIdempotencyKey as InvalidIdempotencyKey
     from django_weft.exceptions import RunAborted as RunAborted
     from django_weft.exceptions import RunFinished as RunFinished
+    from django_weft.exceptions import RunLost as RunLost
     from django_weft.exceptions import RunNotFinished as RunNotFinished
+    from django_weft.exceptions import RunTimedOut as RunTimedOut
     from django_weft.exceptions import StartRefused as StartRefused
     from django_weft.exceptions import UnknownJob as UnknownJob
     from django_weft.exceptions import WeftError as WeftError

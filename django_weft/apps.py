@@ -3,7 +3,10 @@ import importlib
 from django.apps import AppConfig
 from django.utils.module_loading import autodiscover_modules
 
-from django_weft import checks  # noqa: F401  (its @register decorators register the checks)
+from django_weft import (
+    checks,  # noqa: F401  (its @register decorators register the checks)
+    tasks,
+)
 
 PACKAGE_JOB_MODULES = ("django_weft.sandbox.jobs",)
 """Job modules of the package itself, loaded like every app's (``weft.module``, ...).
@@ -28,3 +31,4 @@ class WeftConfig(AppConfig):
         for module in PACKAGE_JOB_MODULES:
             importlib.import_module(module)
         autodiscover_modules("jobs")
+        tasks.install()

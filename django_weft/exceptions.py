@@ -53,6 +53,22 @@ class RunAborted(WeftError):
     """
 
 
+class RunLost(WeftError):
+    """Stands for a run that ended ``lost``: its worker stopped beating, or stopped first.
+
+    Never raised: it names the error of such an attempt where an importable exception class
+    is wanted (a ``django.tasks`` result's ``exception_class``).
+    """
+
+
+class RunTimedOut(WeftError, TimeoutError):
+    """Stands for a run that passed its job's timeout and was stopped or given up on.
+
+    Never raised, like :class:`RunLost`; a ``TimeoutError``, so that code which handles
+    timeouts recognises it.
+    """
+
+
 class IdempotencyKeyReused(StartRefused):
     """An idempotency key came back with different args than the run it names."""
 

@@ -1,4 +1,6 @@
-"""Signals a project can connect to. django-weft sends them; it never listens to them.
+"""Signals a project can connect to. django-weft sends them; the one part of it that
+listens is :mod:`django_weft.tasks`, which tells ``run_finished`` of a task's run as Django's
+``task_finished``.
 
 Every signal is sent after the transaction that made the change has committed, so a
 receiver sees the rows as they are stored.

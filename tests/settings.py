@@ -93,6 +93,9 @@ REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
 ASGI_APPLICATION = "tests.asgi.application"
 
 #: ``WEFT_TEST_CHANNEL_LAYER=redis`` runs the suite on channels-redis at 127.0.0.1:6379.
+#: django.tasks (Django 6.0+; ignored on 5.2) runs on weft: tests/tasks.
+TASKS = {"default": {"BACKEND": "django_weft.tasks.WeftBackend", "QUEUES": []}}
+
 CHANNEL_LAYER = os.environ.get("WEFT_TEST_CHANNEL_LAYER", "memory")
 REDIS_URL = os.environ.get("WEFT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 if CHANNEL_LAYER == "redis":

@@ -52,6 +52,7 @@ LAYERS: dict[str, int] = {
     "operations": 8,
     "requests": 8,
     "api": 9,
+    "tasks": 9,
     "sockets": 9,
     "console": 9,
     "management": 9,

@@ -32,6 +32,9 @@ logger = logging.getLogger("django_weft.execution")
 
 #: Raised by the job yet ending the whole process: recorded like any error, then re-raised.
 PROCESS_EXITS = (KeyboardInterrupt, SystemExit)
+#: What a ``django.tasks`` task raises to end the process: Django's backends record a
+#: task's ``SystemExit`` as its failure and go on, so only ``KeyboardInterrupt`` ends it.
+TASK_PROCESS_EXITS = (KeyboardInterrupt,)
 
 
 @dataclass(eq=False)
@@ -87,7 +90,7 @@ def execute(
             context.flush()
     except BaseException as error:
         deliver(_ending(execution, job, context, error=error))
-        if isinstance(error, PROCESS_EXITS):
+        if isinstance(error, TASK_PROCESS_EXITS if job.task_backend else PROCESS_EXITS):
             raise
         return
     deliver(_ending(execution, job, context, result=result))

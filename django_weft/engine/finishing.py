@@ -121,6 +121,7 @@ def finish_plain(reports: Sequence[AttemptReport], *, now: datetime, changes: Ch
                     sql.prep(Run, "finished_at", now),
                     sql.prep(Run, "result", report.result),
                     report.error.type,
+                    report.error.class_path,
                     report.error.message,
                     report.error.traceback,
                     sql.prep(Run, "id", report.run_id),
@@ -133,6 +134,7 @@ def finish_plain(reports: Sequence[AttemptReport], *, now: datetime, changes: Ch
                 continue
             run.status, run.finished_at, run.result = report.status, now, report.result
             run.error_type, run.error_message = report.error.type, report.error.message
+            run.error_class_path = report.error.class_path
             run.error_traceback = report.error.traceback
             recorded.append(run)
             changes.run(run.pk)
@@ -150,6 +152,7 @@ def _plain_finish_sql(vendor: str) -> str:
         "finished_at",
         "result",
         "error_type",
+        "error_class_path",
         "error_message",
         "error_traceback",
     )
@@ -197,6 +200,7 @@ def _retry(
             worker=None,
             retry_at=retry_at,
             error_type=report.error.type,
+            error_class_path=report.error.class_path,
             error_message=report.error.message,
             error_traceback=report.error.traceback,
         )
@@ -211,6 +215,7 @@ def _retry(
             started_at=report.started_at,
             ended_at=now,
             error_type=report.error.type,
+            error_class_path=report.error.class_path,
             error_message=report.error.message,
             error_traceback=report.error.traceback,
         )
@@ -286,6 +291,7 @@ def finish(
             finished_at=now,
             result=result,
             error_type=error.type,
+            error_class_path=error.class_path,
             error_message=error.message,
             error_traceback=error.traceback,
         )
@@ -375,10 +381,19 @@ def _run_finish_hook(run: Run, now: datetime, changes: Changes) -> None:
         failure = f"finish hook failed: {hook.type}: {hook.message}"
         if run.status == RunStatus.DONE:
             run.status, run.error_type, run.error_message = RunStatus.FAILED, hook.type, failure
+            run.error_class_path = hook.class_path
         else:
             run.error_message = f"{run.error_message}; {failure}" if run.error_message else failure
         run.error_traceback = "\n".join(filter(None, [run.error_traceback, hook.traceback]))
-        run.save(update_fields=["status", "error_type", "error_message", "error_traceback"])
+        run.save(
+            update_fields=[
+                "status",
+                "error_type",
+                "error_class_path",
+                "error_message",
+                "error_traceback",
+            ]
+        )
 
 
 def _announce_all(runs: list[Run]) -> None:

@@ -28,6 +28,9 @@ from django_weft.live import publisher
 from django_weft.live.changes import Changes
 from django_weft.models import Document, Run
 
+#: How many unknown task paths one look registers at most: the rest wait for the next.
+TASK_PATHS_PER_LOOK = 100
+
 
 def _publish_state(document: Document) -> None:
     """A run's state change, from its own thread, to the live views."""
@@ -57,6 +60,9 @@ class Intake:
         self._wake = wake
         self._deployed_pairs: tuple[tuple[str, int], ...] = ()
         self._deployed_for = -1
+        #: Task paths of queued runs that named no task here, as of a registry generation.
+        self._not_tasks: set[str] = set()
+        self._not_tasks_for = -1
 
     def jobs(self) -> list[Job]:
         """The registered jobs this worker executes (``--job``; default: all)."""
@@ -70,10 +76,27 @@ class Intake:
             self._deployed_for = registry.generation
         return self._deployed_pairs
 
+    def find_tasks(self) -> None:
+        """Register the tasks that queued runs name and this process has not imported.
+
+        A task is stored by its import path, which the registry's finder imports (see
+        :mod:`django_weft.tasks`); a path that names no task leaves its runs blocked, and is
+        not asked about again until the deployed jobs change.
+        """
+        if self._not_tasks_for != registry.generation:
+            self._not_tasks, self._not_tasks_for = set(), registry.generation
+        known = {job.name for job in registry} | self._not_tasks
+        for path in Run.objects.waiting_task_paths(known=known, limit=TASK_PATHS_PER_LOOK):
+            if path not in registry:
+                self._not_tasks.add(path)
+        self._not_tasks_for = registry.generation
+
     def step(self, now: datetime, changes: Changes, *, look_for_retries: bool = False) -> bool:
         """Claim as many runs as there are free slots and start them; True if any."""
         process = self._membership.process
         assert process is not None
+        if look_for_retries:
+            self.find_tasks()
         if look_for_retries or self._lookout.retry_due(now):
             self._lookout.next_retry = Run.objects.next_retry()
         executor = self._in_flight.executor

@@ -50,9 +50,11 @@ class StartRequest:
     """What a start asks for: a run of ``job`` with ``args``, as ``owner``.
 
     ``key`` is an idempotency key (the owner's own: see :func:`scoped_key`); a resent
-    start with it gets the run the first one made. ``priority`` defaults to the job's.
-    The args are checked when the run is written, against the job's serializer; a
-    priority outside -100..100 is refused here, with a ``ValueError`` naming it.
+    start with it gets the run the first one made. ``priority`` and ``queue`` default to
+    the job's; ``not_before`` keeps any worker from claiming the run before that moment
+    (a task's ``run_after``). The args are checked when the run is written, against the
+    job's serializer; a priority outside -100..100 is refused here, with a ``ValueError``
+    naming it.
     """
 
     job: Job
@@ -60,6 +62,8 @@ class StartRequest:
     key: str | None = None
     owner: AbstractBaseUser | None = None
     priority: int | None = None
+    queue: str | None = None
+    not_before: datetime | None = None
 
     def __post_init__(self) -> None:
         if self.priority is not None:
@@ -130,6 +134,8 @@ def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Ru
         priority=priority,
         key=key,
         concurrency_key=concurrency_key,
+        queue=request.queue,
+        not_before=request.not_before,
     )
     # Only a keyed start can lose an insert race it must survive (by returning the
     # winner), so only it pays for a savepoint; a schedule's fire has its own.
@@ -180,8 +186,14 @@ def new_run(
     priority: int,
     key: str | None = None,
     concurrency_key: str = "",
+    queue: str | None = None,
+    not_before: datetime | None = None,
 ) -> Run:
-    """The unsaved row of a new run of ``job`` with already validated ``stored`` args."""
+    """The unsaved row of a new run of ``job`` with already validated ``stored`` args.
+
+    ``not_before`` is kept as the run's ``run_after`` and gates its first claim as a
+    retry's ``retry_at`` does, so the worker's wake-up includes it.
+    """
     return Run(
         id=uuid.uuid4(),
         job=job.name,
@@ -192,9 +204,12 @@ def new_run(
         due=slot.due if slot is not None else None,
         idempotency_key=key,
         concurrency_key=concurrency_key,
-        queue=job.queue,
+        queue=job.queue if queue is None else queue,
         priority=priority,
         created_at=now,
+        task_backend=job.task_backend,
+        run_after=not_before,
+        retry_at=not_before,
     )
 
 

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 JobFunction = Callable[..., Any]
 FinishHook = Callable[["Outcome", "FinishContext"], None]
 ConcurrencyKey = Callable[[Mapping[str, Any], "AbstractBaseUser | None"], "str | None"]
+#: Given a name no module registered, the job it stands for (or None): see
+#: :meth:`JobRegistry.add_finder`.
+JobFinder = Callable[[str], "Job | None"]
 
 
 class NoArgs(serializers.Serializer[Any]):
@@ -62,6 +65,9 @@ class Job:
     retry: Retry | None = None
     timeout: float | None = None
     finish_hook: FinishHook | None = field(default=None, repr=False)
+    #: The ``django.tasks`` backend alias of the task this job runs (see
+    #: :mod:`django_weft.tasks`), stored on its runs; blank for a job of ``@job``.
+    task_backend: str = ""
 
     @property
     def is_async(self) -> bool:
@@ -203,9 +209,35 @@ class JobRegistry:
 
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
+        self._finders: list[JobFinder] = []
         #: Changes whenever a job is registered or removed, so that what is derived from
         #: the deployed jobs (the claim's filter) is computed once per deployment.
         self.generation = 0
+
+    def add_finder(self, finder: JobFinder) -> None:
+        """Let ``finder`` name the jobs no module registered; the first it finds is kept.
+
+        A ``django.tasks`` task is stored by its import path and found by importing it
+        (:mod:`django_weft.tasks`), in whatever process first needs it: the worker that
+        claims its runs, the form that saves a schedule of it.
+        """
+        if finder not in self._finders:
+            self._finders.append(finder)
+
+    def known(self, name: str) -> Job | None:
+        """The job registered as ``name``, without asking the finders."""
+        return self._jobs.get(name)
+
+    def _lookup(self, name: str) -> Job | None:
+        known = self._jobs.get(name)
+        if known is not None:
+            return known
+        for finder in self._finders:
+            found = finder(name)
+            if found is not None:
+                # Importing it may have registered it already.
+                return self._jobs.get(name) or self.register(found)
+        return None
 
     def register(self, job: Job) -> Job:
         existing = self._jobs.get(job.name)
@@ -220,18 +252,18 @@ class JobRegistry:
             self.generation += 1
 
     def get(self, name: str) -> Job:
-        try:
-            return self._jobs[name]
-        except KeyError:
-            raise UnknownJob(name) from None
+        job = self._lookup(name)
+        if job is None:
+            raise UnknownJob(name)
+        return job
 
     def deployed(self, name: str, version: int) -> Job | None:
         """The job that can run a stored run of ``name`` at ``version``, if this code has it."""
-        job = self._jobs.get(name)
+        job = self._lookup(name)
         return job if job is not None and job.version == version else None
 
     def __contains__(self, name: object) -> bool:
-        return name in self._jobs
+        return isinstance(name, str) and self._lookup(name) is not None
 
     def __iter__(self) -> Iterator[Job]:
         return iter(sorted(self._jobs.values(), key=lambda j: j.name))

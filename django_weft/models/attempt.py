@@ -26,6 +26,7 @@ class Attempt(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField()
     error_type = models.CharField(max_length=200, blank=True)
+    error_class_path = models.CharField(max_length=300, blank=True)
     error_message = models.TextField(blank=True)
     error_traceback = models.TextField(blank=True)
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
@@ -53,6 +54,22 @@ class RunQuerySet(models.QuerySet["Run"]):
         if anchor is None:
             raise Run.DoesNotExist(f"no run {after}")
         return newest.filter(created_at__lte=anchor).exclude(created_at=anchor, pk__gte=after)
+
+    def waiting_task_paths(self, *, known: Iterable[str], limit: int) -> list[str]:
+        """Up to ``limit`` task paths of queued runs that are not among ``known``.
+
+        How a worker learns of the tasks it has not imported yet (see
+        :meth:`~django_weft.engine.intake.Intake.find_tasks`).
+        """
+        waiting = (
+            self.filter(status=RunStatus.QUEUED)
+            .exclude(task_backend="")
+            .exclude(job__in=list(known))
+            .order_by()
+            .values_list("job", flat=True)
+            .distinct()
+        )
+        return list(waiting[:limit])
 
     def next_retry(self) -> datetime | None:
         """When the earliest run waiting for a retry may be claimed."""
@@ -121,8 +138,19 @@ class Run(models.Model):
     )
     result = models.JSONField(null=True, blank=True)
     error_type = models.CharField(max_length=200, blank=True)
+    error_class_path = models.CharField(
+        max_length=300, blank=True, help_text="The importable path of the error's class."
+    )
     error_message = models.TextField(blank=True)
     error_traceback = models.TextField(blank=True)
+    task_backend = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="The django.tasks backend alias of a task's run; blank for a job's.",
+    )
+    run_after = models.DateTimeField(
+        null=True, blank=True, help_text="A task's run_after, as enqueued."
+    )
 
     objects = RunQuerySet.as_manager()
 
