@@ -144,7 +144,8 @@ def test_gil_holding_job_is_killed_at_its_timeout_grace(
 
     clock.skip(timedelta(seconds=0.5))
     driven_worker.tick()
-    assert execution.timed_out and not execution.given_up
+    assert execution.timed_out
+    assert not execution.given_up
     assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, "asked, not yet given up"
 
     clock.skip(timedelta(seconds=weft_settings.TIMEOUT_GRACE))
