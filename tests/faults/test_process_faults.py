@@ -45,11 +45,14 @@ def pid_alive(pid: int) -> bool:
     return state != "Z"
 
 
-def children_of(pid: int) -> list[int]:
-    """The pids of ``pid``'s children, from /proc."""
+def pool_children_of(pid: int) -> list[int]:
+    """The pids of ``pid``'s children that run jobs (multiprocessing's resource tracker,
+    its other child, left out), from /proc."""
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(child) for child in (task / "children").read_text().split()]
+        for child in (task / "children").read_text().split():
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(int(child))
     return found
 
 
@@ -135,8 +138,8 @@ def test_sigkilled_worker_takes_its_gil_holding_child_with_it(
     run = start(registry.get("tests.catastrophic_regex"))
     doomed = start_runjobs("--no-schedules", "--concurrency", "1")
     wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the claim")
-    wait_for(lambda: children_of(doomed.pid), timeout=120, what="the worker's child process")
-    (child,) = children_of(doomed.pid)
+    wait_for(lambda: pool_children_of(doomed.pid), timeout=120, what="the worker's child")
+    (child,) = pool_children_of(doomed.pid)
     # Its listener thread runs once it serves: the run sent before it is in the regex.
     wait_for(lambda: threads_of(child) >= 2, timeout=120, what="the child to serve its run")
     doomed.send_signal(signal.SIGKILL)
