@@ -94,6 +94,18 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
                 id="django_weft.E006",
             )
         )
+    executors = weft_settings.raw("WEFT_QUEUE_EXECUTORS")
+    if not isinstance(executors, dict) or any(
+        not isinstance(queue, str) or value not in ("thread", "process")
+        for queue, value in executors.items()
+    ):
+        messages.append(
+            Error(
+                'WEFT_QUEUE_EXECUTORS must map queue names to "thread" or "process", not '
+                f"{executors!r}.",
+                id="django_weft.E060",
+            )
+        )
     messages += _check_live_settings()
     messages += _check_prune_settings()
     messages += _check_liveness_settings()

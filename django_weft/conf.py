@@ -63,6 +63,11 @@ class WeftSettings:
     EXECUTOR: Setting[str] = Setting("django_weft.engine.executors.ThreadExecutor", str)
     """Import string of the executor that runs claimed runs."""
 
+    QUEUE_EXECUTORS: Setting[dict[str, str]] = Setting({}, dict)
+    """Where the runs of each queue execute, ``{"queue": "process"}``: ``"thread"`` (the
+    default for a queue not named) or ``"process"`` (a child process of the worker's
+    pool); a job's own ``executor`` option wins over its queue's."""
+
     CONCURRENCY: Setting[int] = Setting(4, int)
     """How many runs one ``runjobs`` process executes at once."""
 

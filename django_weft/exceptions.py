@@ -69,6 +69,15 @@ class RunTimedOut(WeftError, TimeoutError):
     """
 
 
+class RunProcessDied(WeftError):
+    """Stands for a run whose child process died under it (killed from outside, a crash in
+    C code, the kernel's out-of-memory killer): the attempt failed with ``ProcessDied``.
+
+    Never raised, like :class:`RunLost`; it is the error class a retry policy is asked
+    about (``Retry(never=(RunProcessDied,))`` keeps such a run from being retried).
+    """
+
+
 class IdempotencyKeyReused(StartRefused):
     """An idempotency key came back with different args than the run it names."""
 

@@ -407,6 +407,29 @@ def test_checks_liveness_database_off() -> None:
     assert weft_messages() == []
 
 
+# --- E060 where each queue's runs execute ------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "value", [["cpu"], {"cpu": "fork"}, {"cpu": None}, {1: "process"}, "process"]
+)
+def test_checks_queue_executors_invalid(value: object) -> None:
+    """E060: WEFT_QUEUE_EXECUTORS must map queue names to "thread" or "process"; the
+    message names the setting, the accepted values and the value."""
+    with override_settings(WEFT_QUEUE_EXECUTORS=value):
+        (message,) = only("django_weft.E060")
+    assert 'WEFT_QUEUE_EXECUTORS must map queue names to "thread" or "process"' in message.msg
+    assert repr(value) in message.msg
+
+
+@pytest.mark.django_db
+@override_settings(WEFT_QUEUE_EXECUTORS={"cpu": "process", "io": "thread"})
+def test_checks_queue_executors_valid() -> None:
+    """E060 is not raised for queues mapped to either executor."""
+    assert weft_messages() == []
+
+
 # --- W003 the API's pages without their files --------------------------------------------
 
 

@@ -44,7 +44,8 @@ class Execution:
     ``abort`` is set by an abort request, a shutdown or the timeout; ``timed_out`` says it
     was the timeout. ``given_up`` is set when the worker stopped waiting for it (its
     timeout's grace passed, or the worker was declared dead): whatever it reports later
-    is discarded.
+    is discarded. ``in_process`` says its job runs in a child process of the worker's
+    pool (:mod:`~django_weft.engine.process_pool`) rather than on the run thread.
     """
 
     run: Run
@@ -53,6 +54,7 @@ class Execution:
     abort: threading.Event = field(default_factory=threading.Event)
     timed_out: bool = False
     given_up: bool = False
+    in_process: bool = False
     handle: object = None
 
     @property

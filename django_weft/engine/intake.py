@@ -6,7 +6,7 @@ writes the claim). Each claimed run becomes an
 :class:`~django_weft.engine.execution.Execution` with its timeout's deadline, goes in
 flight, and is handed to the executor; its thread delivers the report to the queue and
 wakes the loop. Apart from the loop because it is the one step that knows about jobs,
-queues and threads at once.
+queues, threads and the process pool at once.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from django_weft.engine.inflight import InFlight
 from django_weft.engine.lookout import Lookout
 from django_weft.engine.membership import Membership
 from django_weft.engine.options import WorkerOptions
+from django_weft.engine.process_pool import ProcessPool, execute_in_child
 from django_weft.engine.reports import Reports
 from django_weft.jobs.registry import Job, registry
 from django_weft.live import publisher
@@ -51,6 +52,7 @@ class Intake:
         reports: Reports,
         lookout: Lookout,
         wake: threading.Event,
+        pool: ProcessPool,
     ) -> None:
         self.options = options
         self._membership = membership
@@ -58,6 +60,7 @@ class Intake:
         self._reports = reports
         self._lookout = lookout
         self._wake = wake
+        self._pool = pool
         self._deployed_pairs: tuple[tuple[str, int], ...] = ()
         self._deployed_for = -1
         #: Task paths of queued runs that named no task here, as of a registry generation.
@@ -108,8 +111,12 @@ class Intake:
         self._lookout.more_to_claim = len(runs) == free
         for run in runs:
             changes.run(run.pk)
+            job = registry.deployed(run.job, run.job_version)
             execution = Execution(
-                run=run, worker_id=process.pk, deadline=timeouts.deadline(run, now)
+                run=run,
+                worker_id=process.pk,
+                deadline=timeouts.deadline(run, now),
+                in_process=job is not None and job.runs_in_process,
             )
             if run.abort_requested_at is not None:
                 execution.abort.set()
@@ -117,9 +124,15 @@ class Intake:
         return bool(runs)
 
     def _execute(self, execution: Execution) -> None:
-        """On a run thread: run the execution, hand its report over, wake the loop."""
+        """On a run thread: run the execution (here, or in a child process of the pool),
+        hand its report over, wake the loop."""
         try:
             deliver = partial(self._reports.deliver, execution)
-            execute(execution, deliver=deliver, on_state_change=_publish_state)
+            if execution.in_process:
+                execute_in_child(
+                    execution, self._pool, deliver=deliver, on_state_change=_publish_state
+                )
+            else:
+                execute(execution, deliver=deliver, on_state_change=_publish_state)
         finally:
             self._wake.set()

@@ -4,10 +4,12 @@ stopped ``WEFT_TIMEOUT_GRACE`` seconds later is given up on and finished as lost
 A thread cannot be killed from outside, so a timeout is two moments per run, both on the
 worker's clock: the deadline, when the run's abort is set (a run that honours it fails
 with ``Timeout``), and the deadline plus the grace, when the worker stops waiting, frees
-the slot and reports the run lost itself. The loop sleeps until the next of them
-(:meth:`Timeouts.moments`) and enforces both in one step (:meth:`Timeouts.step`); they
-live apart from the loop because they are the only part of it that judges a run by
-its age.
+the slot and reports the run lost itself. A run on a thread that ignores it goes on
+until it returns (its outcome discarded); a run of the process executor is killed with
+its child process then (:mod:`~django_weft.engine.process_pool`). The loop sleeps until
+the next of them (:meth:`Timeouts.moments`) and enforces both in one step
+(:meth:`Timeouts.step`); they live apart from the loop because they are the only part of
+it that judges a run by its age.
 """
 
 from __future__ import annotations
@@ -81,7 +83,8 @@ class Timeouts:
         self._in_flight.give_up(execution)
         message = (
             "the run passed its timeout and did not stop within"
-            f" {weft_settings.TIMEOUT_GRACE:g}s of being asked; its thread was abandoned"
+            f" {weft_settings.TIMEOUT_GRACE:g}s of being asked; "
+            + ("its process was killed" if execution.in_process else "its thread was abandoned")
         )
         logger.error("%s run %s: %s", run.job, run.pk, message)
         lost = report_of(execution, RunStatus.LOST, error=ErrorRecord("Timeout", message, ""))

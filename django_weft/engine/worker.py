@@ -23,6 +23,7 @@ modules of their own beside it:
 - :mod:`~django_weft.engine.timeouts`: runs past their timeout, asked to stop, given up;
 - :mod:`~django_weft.engine.lookout`: where the next round looks, and NOTIFYs;
 - :mod:`~django_weft.engine.intake`: the claim step, and each run's start on a thread;
+- :mod:`~django_weft.engine.process_pool`: the child processes of ``executor="process"`` jobs;
 - :mod:`~django_weft.engine.housekeeping`: pruning and the health file;
 - :mod:`~django_weft.engine.shutdown`: the grace, the aborts, the last reports.
 """
@@ -45,6 +46,7 @@ from django_weft.engine.membership import Membership
 from django_weft.engine.notify import Listener, can_listen
 from django_weft.engine.options import WorkerOptions
 from django_weft.engine.outages import FAILED, Outage, Step
+from django_weft.engine.process_pool import ProcessPool
 from django_weft.engine.reports import Reports
 from django_weft.engine.scheduler import Scheduler
 from django_weft.engine.shutdown import Shutdown
@@ -79,6 +81,8 @@ class Worker:
             if isinstance(executor, Executor)
             else load_executor(executor, self.options.concurrency)
         )
+        #: The children that run the jobs of the process executor, one per run at most.
+        self.pool = ProcessPool(self.executor.concurrency)
         self.scheduler = Scheduler()
         self.outage = Outage(logger)
         self.in_flight = InFlight(self.executor)
@@ -103,6 +107,7 @@ class Worker:
             reports=self.reports,
             lookout=self.lookout,
             wake=self._wake,
+            pool=self.pool,
         )
         self.timeouts = Timeouts(self.in_flight, self.reports.deliver)
         self.pruner = Pruner()
@@ -182,6 +187,7 @@ class Worker:
         the database will take, and deregister."""
         ended = self.shutdown.wait_for_runs()
         self.executor.shutdown(wait=ended)
+        self.pool.close()
         self.shutdown.record_remaining_reports()
         if self._listener is not None:
             self._listener.stop()

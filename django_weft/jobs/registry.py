@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rest_framework import serializers
 
+from django_weft.conf import weft_settings
 from django_weft.exceptions import InvalidArgs, UnknownJob
 from django_weft.jobs.retries import Retry
 from django_weft.jobs.storable import find_unstorable
@@ -31,6 +32,9 @@ ConcurrencyKey = Callable[[Mapping[str, Any], "AbstractBaseUser | None"], "str |
 #: Given a name no module registered, the job it stands for (or None): see
 #: :meth:`JobRegistry.add_finder`.
 JobFinder = Callable[[str], "Job | None"]
+#: Where a job's runs execute: ``"thread"`` (a thread of the worker) or ``"process"`` (a
+#: child process of the worker's pool, which its timeout can kill).
+EXECUTORS = ("thread", "process")
 
 
 class NoArgs(serializers.Serializer[Any]):
@@ -64,6 +68,9 @@ class Job:
     private_args: Sequence[str] = ()
     retry: Retry | None = None
     timeout: float | None = None
+    #: ``"thread"`` or ``"process"`` (see :data:`EXECUTORS`); None: as
+    #: ``WEFT_QUEUE_EXECUTORS`` says for its queue, else ``"thread"``.
+    executor: str | None = None
     finish_hook: FinishHook | None = field(default=None, repr=False)
     #: The ``django.tasks`` backend alias of the task this job runs (see
     #: :mod:`django_weft.tasks`), stored on its runs; blank for a job of ``@job``.
@@ -72,6 +79,14 @@ class Job:
     @property
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.func)
+
+    @property
+    def runs_in_process(self) -> bool:
+        """Whether its runs execute in a child process: its own ``executor``, else its
+        queue's in ``WEFT_QUEUE_EXECUTORS``; read at each claim, so a settings change
+        reaches the next run."""
+        chosen = self.executor or weft_settings.QUEUE_EXECUTORS.get(self.queue, "thread")
+        return chosen == "process"
 
     def retries(self, outcome: str, attempt: int, error: type[BaseException] | None) -> bool:
         """Whether an attempt that ended ``outcome`` is tried again under this job's policy.
@@ -286,6 +301,7 @@ def job(
     private_args: Sequence[str] = (),
     retry: Retry | None = None,
     timeout: float | None = None,
+    executor: str | None = None,
 ) -> Callable[[JobFunction], Job]:
     """Register the decorated function as a job.
 
@@ -294,12 +310,18 @@ def job(
     ``async def``. ``name`` defaults to ``module.function``. ``retry`` (a
     :class:`~django_weft.jobs.retries.Retry`) allows more attempts; ``timeout`` (seconds) asks
     a run to stop once it has run that long, and gives up on it after the grace.
+    ``executor="process"`` runs it in a child process of the worker's pool, so that code
+    which never reaches ``ctx.check()`` (a C call, a regex, a loop holding the GIL) is
+    killed at its timeout's grace instead of freezing a thread; ``"thread"`` keeps it on a
+    thread of the worker whatever its queue says (see ``WEFT_QUEUE_EXECUTORS``).
     """
     if concurrency is not None and concurrency < 1:
         raise ValueError(f"concurrency must be a positive number of runs, not {concurrency!r}")
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
     check_priority(priority)
+    if executor is not None and executor not in EXECUTORS:
+        raise ValueError(f'executor must be "thread", "process" or None, not {executor!r}')
 
     def decorate(func: JobFunction) -> Job:
         return registry.register(
@@ -317,6 +339,7 @@ def job(
                 private_args=tuple(private_args),
                 retry=retry,
                 timeout=timeout,
+                executor=executor,
             )
         )
 

@@ -27,6 +27,7 @@ WEFT_ERRORS = {
     "WorkerStopped": "django_weft.exceptions.RunAborted",
     "Timeout": "django_weft.exceptions.RunTimedOut",
     "UnknownJob": "django_weft.exceptions.UnknownJob",
+    "ProcessDied": "django_weft.exceptions.RunProcessDied",
 }
 
 

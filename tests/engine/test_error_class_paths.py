@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import pytest
 
-from django_weft.exceptions import RunAborted, RunLost, RunTimedOut, UnknownJob
+from django_weft.exceptions import RunAborted, RunLost, RunProcessDied, RunTimedOut, UnknownJob
 from django_weft.jobs.registry import registry
 from django_weft.jobs.tracebacks import WEFT_ERRORS, ErrorRecord, class_path_of, record_error
 from django_weft.models import Attempt, Run
@@ -40,7 +40,15 @@ def test_weft_errors_name_importable_classes() -> None:
     assert ErrorRecord("WorkerStopped", "stop", "").class_path == (
         "django_weft.exceptions.RunAborted"
     )
-    classes = {"RunLost": RunLost, "RunTimedOut": RunTimedOut, "RunAborted": RunAborted}
+    assert ErrorRecord("ProcessDied", "killed", "").class_path == (
+        "django_weft.exceptions.RunProcessDied"
+    )
+    classes = {
+        "RunLost": RunLost,
+        "RunTimedOut": RunTimedOut,
+        "RunAborted": RunAborted,
+        "RunProcessDied": RunProcessDied,
+    }
     for path in WEFT_ERRORS.values():
         module, _, name = path.rpartition(".")
         assert module == "django_weft.exceptions"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
 import time
 from typing import Any
 
@@ -366,3 +368,41 @@ def nul_output(ctx: RunContext) -> str:
     out.write(f"before{NUL}after\n")
     ctx.state.change(lambda data: data.update(output=out.text))
     return "printed"
+
+
+# -- the process executor (django_weft.engine.process_pool) -----------------------------------
+
+
+@job(
+    "tests.in_process",
+    args=SleepArgs,
+    executor="process",
+    state=StateSpec("tests.process_state", initial=lambda: {"pid": None}),
+)
+def in_process(ctx: RunContext, seconds: float) -> dict[str, Any]:
+    """Runs in a child process: records its pid in its state, sleeps through the context
+    (so an abort stops it), and returns where it ran and what it was told."""
+    assert ctx.state is not None
+    ctx.state.change(lambda data: data.update(pid=os.getpid()))
+    ctx.sleep(seconds)
+    due = ctx.due.isoformat() if ctx.due is not None else None
+    return {"pid": os.getpid(), "attempt": ctx.attempt, "due": due, "run": str(ctx.run_id)}
+
+
+@job("tests.catastrophic_regex", executor="process", timeout=0.5)
+def catastrophic_regex(ctx: RunContext) -> bool:
+    """Holds the GIL inside the regex engine for longer than any test runs (2**40 paths):
+    nothing but killing its process stops it."""
+    return re.match(r"(a+)+$", "a" * 40 + "b") is not None
+
+
+@job("tests.exits_in_process", executor="process")
+def exits_in_process(ctx: RunContext) -> None:
+    """Ends its own child process with exit code 3, as a crash in C code would."""
+    os._exit(3)
+
+
+@job("tests.queued_for_processes", queue="cpu")
+def queued_for_processes(ctx: RunContext) -> int:
+    """A job without an executor of its own: where it runs is its queue's choice."""
+    return os.getpid()
