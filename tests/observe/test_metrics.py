@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -196,11 +195,10 @@ def test_metrics_answer_only_reads() -> None:
 
 
 @pytest.fixture
-def without_prometheus_client(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def without_prometheus_client(monkeypatch: pytest.MonkeyPatch) -> None:
     """This process as one without the ``metrics`` extra: prometheus_client does not import."""
     monkeypatch.setitem(sys.modules, "prometheus_client", None)
     monkeypatch.delitem(sys.modules, "django_weft.observe.metrics")
-    yield
 
 
 @pytest.mark.django_db

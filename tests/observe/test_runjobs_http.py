@@ -21,7 +21,7 @@ from django_weft.models import Run, RunStatus
 from django_weft.operations import start
 from tests.example_server import free_port
 from tests.observe.conftest import LIVE, METRICS, READY, samples, value
-from tests.processes import ROOT, Runjobs, child_env, port_is_open, runjobs, wait_for
+from tests.processes import ROOT, child_env, port_is_open, runjobs, wait_for
 
 
 def get(base: str, path: str, **headers: str) -> tuple[int, bytes]:
@@ -40,14 +40,14 @@ def health(base: str, path: str) -> tuple[int, dict[str, Any]]:
 
 
 @contextmanager
-def serving(extra_env: dict[str, str] | None = None) -> Iterator[tuple[str, Runjobs]]:
-    """``runjobs --http`` on a free port until the block ends; its base URL and process."""
+def serving(extra_env: dict[str, str] | None = None) -> Iterator[str]:
+    """``runjobs --http`` on a free port until the block ends; its base URL."""
     port = free_port()
     process = runjobs("--http", f"127.0.0.1:{port}", "--shutdown-grace", "2", extra_env=extra_env)
     try:
         wait_for(lambda: port_is_open(port) or process.poll() is not None, what="runjobs --http")
         assert process.poll() is None, process.finish()
-        yield f"http://127.0.0.1:{port}", process
+        yield f"http://127.0.0.1:{port}"
     finally:
         process.stop()
 
@@ -57,7 +57,7 @@ def test_runjobs_http_serves_its_own_counts_and_health() -> None:
     """A worker that ran two runs done and one failed says so in its metrics, and is
     ready and alive, its liveness read from its worker loop."""
     runs = [start("tests.noop"), start("tests.noop"), start("tests.broken")]
-    with serving() as (base, process):
+    with serving() as base:
         wait_for(
             lambda: not Run.objects.filter(pk__in=[run.pk for run in runs]).unfinished().exists(),
             what="the runs to finish",
@@ -81,7 +81,10 @@ def test_runjobs_http_serves_its_own_counts_and_health() -> None:
                 },
             },
         )
-        assert health(base, LIVE) == (200, {"status": "ok", "checks": {"worker_loop": {"ok": True}}})
+        assert health(base, LIVE) == (
+            200,
+            {"status": "ok", "checks": {"worker_loop": {"ok": True}}},
+        )
     assert Run.objects.filter(status=RunStatus.DONE).count() == 2
 
 
@@ -89,7 +92,7 @@ def test_runjobs_http_is_alive_but_not_ready_until_migrated(tmp_path: Path) -> N
     """On a database with no tables the worker waits (its loop turning: alive) and the
     readiness says the migrations are missing; once ``migrate`` ran, it is ready."""
     empty = {"WEFT_TEST_DATABASE": "sqlite", "WEFT_TEST_DATABASE_NAME": str(tmp_path / "new.db")}
-    with serving(empty) as (base, _):
+    with serving(empty) as base:
         wait_for(lambda: health(base, LIVE)[1]["checks"] != {}, what="the worker loop to turn")
         status, body = health(base, READY)
         assert status == 503
@@ -98,7 +101,10 @@ def test_runjobs_http_is_alive_but_not_ready_until_migrated(tmp_path: Path) -> N
         assert body["checks"]["migrations"]["detail"].endswith(
             "migration(s) not applied; run manage.py migrate"
         )
-        assert health(base, LIVE) == (200, {"status": "ok", "checks": {"worker_loop": {"ok": True}}})
+        assert health(base, LIVE) == (
+            200,
+            {"status": "ok", "checks": {"worker_loop": {"ok": True}}},
+        )
         subprocess.run(
             [sys.executable, "-m", "django", "migrate", "--no-input", "-v0"],
             cwd=ROOT,
@@ -113,7 +119,7 @@ def test_runjobs_http_is_alive_but_not_ready_without_its_database() -> None:
     """A PostgreSQL nobody listens at: unready (the database unreachable, so the
     migrations unknown), yet alive, as the worker waits out the outage."""
     gone = {"WEFT_TEST_DATABASE": "postgres", "WEFT_TEST_PG_PORT": "1"}
-    with serving(gone) as (base, _):
+    with serving(gone) as base:
         wait_for(lambda: health(base, LIVE)[1]["checks"] != {}, what="the worker loop to turn")
         status, body = health(base, READY)
         assert status == 503
