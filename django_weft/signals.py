@@ -3,7 +3,9 @@ are :mod:`django_weft.tasks`, which tells ``run_finished`` of a task's run as Dj
 ``task_finished``, and :mod:`django_weft.observe.metrics`, which counts them all.
 
 Every signal about rows is sent after the transaction that made the change has committed,
-so a receiver sees the rows as they are stored.
+so a receiver sees the rows as they are stored. The signals below ``run_finished`` are
+sent robustly: a receiver that raises is logged (by Django, on ``django.dispatch``) and
+changes nothing for the start, the sandbox call or the worker loop that sent it.
 """
 
 from django.dispatch import Signal

@@ -115,7 +115,7 @@ class Outage:
                 )
             else:
                 self.logger.error("%s failed; backing off and retrying", step, exc_info=error)
-            outage_started.send(sender=Outage, step=step, error=error)
+            outage_started.send_robust(sender=Outage, step=step, error=error)
         else:
             self.logger.debug("%s failed again (%s: %s)", step, type(error).__name__, error)
         drop_broken_connections()
@@ -136,5 +136,5 @@ class Outage:
         )
         failures = self.failures
         self.since, self.failures, self.retry_at = None, 0, 0.0
-        outage_ended.send(sender=Outage, seconds=lasted, failures=failures)
+        outage_ended.send_robust(sender=Outage, seconds=lasted, failures=failures)
         return True

@@ -124,7 +124,7 @@ def _announce_started(runs: Sequence[Run]) -> None:
 
 def _send_started(runs: Sequence[Run]) -> None:
     for run in runs:
-        run_started.send(sender=Run, run=run)
+        run_started.send_robust(sender=Run, run=run)
 
 
 def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Run, bool]:

@@ -110,7 +110,7 @@ def run_call(
         outcome = "ok"
         return answer
     finally:
-        sandbox_called.send(
+        sandbox_called.send_robust(
             sender=Runner, module=call.module, outcome=outcome, seconds=time.monotonic() - began
         )
 
