@@ -25,6 +25,7 @@ deleted is not, and fires nothing until it is taken over.
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -213,6 +214,19 @@ def schedule_owner_refusal(schedule: Schedule) -> str:
     """:func:`owner_refusal` for one schedule, asked on its own (*run now*, a buffered fire)."""
     owners = [schedule.owner] if schedule.owner is not None else []
     return owner_refusal(schedule, owners_who_may_start(owners))
+
+
+def may_read_metrics(user: User, token: str | None) -> bool:
+    """Whether a scrape may read the metrics: with the bearer token ``WEFT_METRICS_TOKEN``
+    (Prometheus), or as a signed-in user with ``view_run``, who sees every run anyway.
+
+    Without a token set, only such users may; the metrics are never public. The token is
+    compared in constant time.
+    """
+    expected = weft_settings.METRICS_TOKEN
+    if expected and token is not None and hmac.compare_digest(token.encode(), expected.encode()):
+        return True
+    return bool(user.is_authenticated and user.has_perm(VIEW_RUN))
 
 
 def document_access(user: Any, key: str) -> bool:

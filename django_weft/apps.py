@@ -5,6 +5,7 @@ from django.utils.module_loading import autodiscover_modules
 
 from django_weft import (
     checks,  # noqa: F401  (its @register decorators register the checks)
+    observe,
     tasks,
 )
 
@@ -32,3 +33,4 @@ class WeftConfig(AppConfig):
             importlib.import_module(module)
         autodiscover_modules("jobs")
         tasks.install()
+        observe.install()

@@ -204,6 +204,19 @@ class WeftSettings:
     LIVE_RECHECK_INTERVAL: Setting[float] = Setting(30.0, float)
     """Seconds between two looks at whether an open socket's user still holds its view."""
 
+    # -- metrics and health (docs/metrics.md, docs/deployment.md) ------------------------------
+
+    METRICS_TOKEN: Setting[str | None] = Setting(None)
+    """The bearer token a scrape of the metrics sends (``Authorization: Bearer ...``);
+    ``None``: only signed-in users with ``django_weft.view_run`` read them."""
+
+    HEALTH_LOOP_STALE: Setting[float] = Setting(60.0, float)
+    """Seconds a ``runjobs`` process's worker loop may go without a turn before its
+    liveness view answers 503."""
+
+    HEALTH_TIMEOUT: Setting[float] = Setting(2.0, float)
+    """Seconds the readiness view waits for the channel layer before it counts it down."""
+
     @classmethod
     def declared(cls) -> dict[str, Setting[Any]]:
         """Every setting by its name in Django's settings (``WEFT_CLOCK``, ...)."""

@@ -10,6 +10,8 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/", include("django_weft.api.urls")),
+    # Metrics, readiness and liveness (docs/metrics.md, docs/deployment.md).
+    path("weft/", include("django_weft.observe.urls")),
     # The browsable API's "Log in" link.
     path("api-auth/", include("rest_framework.urls")),
 ]

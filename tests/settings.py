@@ -114,6 +114,9 @@ elif CHANNEL_LAYER == "memory":
 else:
     raise RuntimeError(f"WEFT_TEST_CHANNEL_LAYER must be memory or redis, not {CHANNEL_LAYER!r}")
 
+#: What the tests' scrapes of the metrics send (tests/observe), runjobs children too.
+WEFT_METRICS_TOKEN = "tests-only-metrics-token"
+
 # Tests that kill a worker start the others with a fast heartbeat through these.
 WEFT_HEARTBEAT_INTERVAL = float(os.environ.get("WEFT_TEST_HEARTBEAT_INTERVAL", "5"))
 WEFT_LOST_AFTER = float(os.environ.get("WEFT_TEST_LOST_AFTER", "30"))

@@ -4,4 +4,5 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/weft/", include("django_weft.api.urls")),
+    path("weft/", include("django_weft.observe.urls")),
 ]

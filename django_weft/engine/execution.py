@@ -20,6 +20,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from rest_framework import serializers
 
+from django_weft import tracing
 from django_weft.engine.finishing import AttemptReport
 from django_weft.exceptions import RunAborted
 from django_weft.jobs.context import RunContext, StateChanged
@@ -73,7 +74,30 @@ def execute(
     Whatever the job raises ends the attempt, ``BaseException`` included (a job's
     ``CancelledError`` or ``SystemExit`` must not leave its run running for ever). A
     ``KeyboardInterrupt`` or ``SystemExit`` is re-raised once its report is delivered.
+    The whole attempt is the ``weft.run`` span (see :mod:`django_weft.tracing`), ending
+    with the attempt's status.
     """
+    run = execution.run
+    attributes: dict[str, tracing.Attribute] = {
+        "weft.job": run.job,
+        "weft.run_id": str(run.pk),
+        "weft.attempt": run.attempt,
+    }
+    with tracing.span("weft.run", attributes) as span:
+
+        def deliver_and_note(report: AttemptReport) -> None:
+            span.set_attribute("weft.status", str(report.status))
+            deliver(report)
+
+        _execute(execution, deliver=deliver_and_note, on_state_change=on_state_change)
+
+
+def _execute(
+    execution: Execution,
+    *,
+    deliver: Callable[[AttemptReport], None],
+    on_state_change: StateChanged,
+) -> None:
     run = execution.run
     job = registry.deployed(run.job, run.job_version)
     if job is None:

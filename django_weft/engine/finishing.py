@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cache, partial
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
 
+from django_weft import tracing
 from django_weft.engine import sql
 from django_weft.engine.outages import is_outage
 from django_weft.engine.scheduler import record_on_schedule
@@ -109,7 +111,11 @@ def finish_plain(reports: Sequence[AttemptReport], *, now: datetime, changes: Ch
     recorded: list[Run] = []
     # No savepoint: inside the worker's round transaction it would cost two round trips
     # per round for nothing, since an error here rolls the whole round back anyway.
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+    with (
+        tracing.span("weft.finish", {"weft.runs": len(reports)}),
+        transaction.atomic(savepoint=False),
+        connection.cursor() as cursor,
+    ):
         statement = _plain_finish_sql(connection.vendor)
         for report in reports:
             run = report.run
@@ -194,7 +200,7 @@ def _retry(
     report: AttemptReport, *, now: datetime, retry_at: datetime, changes: Changes
 ) -> Run | None:
     """Put the run back in the queue for its next attempt, keeping this one on record."""
-    with transaction.atomic():
+    with _finish_span(report.run_id, report.status), transaction.atomic():
         won = _owned(report.run_id, report.claim).update(
             status=RunStatus.QUEUED,
             worker=None,
@@ -285,7 +291,7 @@ def finish(
     whole finish, to be tried again.
     Returns the finished run, or None when the run was not that caller's to finish.
     """
-    with transaction.atomic():
+    with _finish_span(run_id, status), transaction.atomic():
         won = _owned(run_id, claim).update(
             status=status,
             finished_at=now,
@@ -394,6 +400,11 @@ def _run_finish_hook(run: Run, now: datetime, changes: Changes) -> None:
                 "error_traceback",
             ]
         )
+
+
+def _finish_span(run_id: uuid.UUID, status: RunStatus) -> AbstractContextManager[tracing.Span]:
+    """The ``weft.finish`` span of one run's outcome or retry (:mod:`django_weft.tracing`)."""
+    return tracing.span("weft.finish", {"weft.run_id": str(run_id), "weft.status": str(status)})
 
 
 def _announce_all(runs: list[Run]) -> None:

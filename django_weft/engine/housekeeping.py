@@ -7,12 +7,14 @@
   step rests for ``WEFT_PRUNE_INTERVAL`` on the worker's clock.
 - The health file (:class:`HealthFile`, ``runjobs --health-file``), touched at least
   every second while the loop turns, database or not, in real seconds: what a liveness
-  probe watches (see docs/deployment.md).
+  probe watches (see docs/deployment.md). Each turn also beats :data:`loop_pulse`, which
+  the liveness view of ``runjobs --http`` reads (:mod:`django_weft.observe.health`).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -50,14 +52,48 @@ class Pruner:
         return deleted > 0
 
 
+class LoopPulse:
+    """When a worker loop of this process last turned, in monotonic seconds.
+
+    One per process (:data:`loop_pulse`): the worker loop beats it, a liveness view
+    asks it, from another thread. A process whose loop never turned (a web server)
+    has no pulse, which is not a failure.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._beat: float | None = None
+
+    def beat(self) -> None:
+        with self._lock:
+            self._beat = time.monotonic()
+
+    def stop(self) -> None:
+        """The loop ended: this process has no loop to watch any more."""
+        with self._lock:
+            self._beat = None
+
+    def since_last_beat(self) -> float | None:
+        """Seconds since the loop last turned; None if no loop ever turned here."""
+        with self._lock:
+            beat = self._beat
+        return None if beat is None else time.monotonic() - beat
+
+
+#: This process's worker loop.
+loop_pulse = LoopPulse()
+
+
 class HealthFile:
-    """A file touched at most once a second, for a liveness probe (None: no file)."""
+    """A file touched at most once a second, for a liveness probe (None: no file); every
+    touch beats :data:`loop_pulse` too, file or not."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._touched = 0.0
 
     def touch(self) -> None:
+        loop_pulse.beat()
         if self.path is None or time.monotonic() - self._touched < 1.0:
             return
         self._touched = time.monotonic()

@@ -19,6 +19,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from django_weft.jobs.connections import drop_broken_connections
 from django_weft.jobs.retries import exponential_delay
 from django_weft.live.changes import Changes
+from django_weft.signals import outage_ended, outage_started
 
 #: The back-off after the first failure, and its cap: a restarted server is used again
 #: within about two seconds of accepting connections.
@@ -75,7 +76,8 @@ class Outage:
 
     ``failed()`` after a step raised, ``succeeded()`` after one worked. The first failure
     of a streak is logged as a warning with the error, later ones at debug level, and the
-    end of the streak once at info level with how long it lasted.
+    end of the streak once at info level with how long it lasted; the same two moments
+    send ``outage_started`` and ``outage_ended`` (:mod:`django_weft.signals`).
     """
 
     def __init__(
@@ -113,6 +115,7 @@ class Outage:
                 )
             else:
                 self.logger.error("%s failed; backing off and retrying", step, exc_info=error)
+            outage_started.send_robust(sender=Outage, step=step, error=error)
         else:
             self.logger.debug("%s failed again (%s: %s)", step, type(error).__name__, error)
         drop_broken_connections()
@@ -131,5 +134,7 @@ class Outage:
             self.failures,
             "" if self.failures == 1 else "s",
         )
+        failures = self.failures
         self.since, self.failures, self.retry_at = None, 0, 0.0
+        outage_ended.send_robust(sender=Outage, seconds=lasted, failures=failures)
         return True

@@ -15,12 +15,14 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from django.db import IntegrityError, connection, transaction
 
+from django_weft import tracing
 from django_weft.engine import sql
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
@@ -31,6 +33,7 @@ from django_weft.jobs.registry import Job, check_priority
 from django_weft.jobs.revisions import storable
 from django_weft.jobs.storable import find_unstorable
 from django_weft.models import Document, Run, Schedule
+from django_weft.signals import run_started
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -92,8 +95,10 @@ def start_or_get(request: StartRequest, *, now: datetime) -> tuple[Run, bool]:
     the run the first one made, and False (an HTTP API answers 200 instead of 201 then).
     The priority (default: the job's) orders the claim: higher first, then older first.
     """
-    with transaction.atomic():
-        return _insert(request, now, None)
+    with _start_span(request) as span, transaction.atomic():
+        run, made = _insert(request, now, None)
+        span.set_attribute("weft.run_id", str(run.pk))
+        return run, made
 
 
 def insert_run(request: StartRequest, *, now: datetime, slot: Slot | None = None) -> Run:
@@ -101,7 +106,25 @@ def insert_run(request: StartRequest, *, now: datetime, slot: Slot | None = None
 
     Opens none of its own: the run exists only if the caller commits.
     """
-    return _insert(request, now, slot)[0]
+    with _start_span(request) as span:
+        run = _insert(request, now, slot)[0]
+        span.set_attribute("weft.run_id", str(run.pk))
+        return run
+
+
+def _start_span(request: StartRequest) -> AbstractContextManager[tracing.Span]:
+    """The ``weft.start`` span of one start (see :mod:`django_weft.tracing`)."""
+    return tracing.span("weft.start", {"weft.job": request.job.name})
+
+
+def _announce_started(runs: Sequence[Run]) -> None:
+    """Send ``run_started`` for ``runs`` once the caller's transaction commits."""
+    transaction.on_commit(lambda: _send_started(runs))
+
+
+def _send_started(runs: Sequence[Run]) -> None:
+    for run in runs:
+        run_started.send_robust(sender=Run, run=run)
 
 
 def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Run, bool]:
@@ -156,6 +179,7 @@ def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Ru
             raise
         return existing, False
     logger.debug("started %s run %s", job.name, run.pk)
+    _announce_started([run])
     return run, True
 
 
@@ -232,7 +256,7 @@ def insert_runs_in_bulk(runs: Sequence[Run]) -> set[uuid.UUID]:
     fields = list(Run._meta.concrete_fields)
     columns = ", ".join(sql.column(Run, field.name) for field in fields)
     row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    with connection.cursor() as cursor:
+    with tracing.span("weft.start", {"weft.runs": len(runs)}), connection.cursor() as cursor:
         for start in range(0, len(runs), BULK_INSERT_ROWS):
             chunk = runs[start : start + BULK_INSERT_ROWS]
             params = [
@@ -248,9 +272,10 @@ def insert_runs_in_bulk(runs: Sequence[Run]) -> set[uuid.UUID]:
             pk = Run._meta.pk
             assert pk is not None
             inserted.update(pk.to_python(value) for (value,) in cursor.fetchall())
-    for run in runs:
-        if run.pk in inserted:
-            logger.debug("started %s run %s", run.job, run.pk)
+    started = [run for run in runs if run.pk in inserted]
+    for run in started:
+        logger.debug("started %s run %s", run.job, run.pk)
+    _announce_started(started)
     return inserted
 
 

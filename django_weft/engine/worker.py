@@ -38,7 +38,7 @@ from typing import Any
 
 from django_weft.conf import weft_settings
 from django_weft.engine.executors import Executor, load_executor
-from django_weft.engine.housekeeping import HealthFile, Pruner
+from django_weft.engine.housekeeping import HealthFile, Pruner, loop_pulse
 from django_weft.engine.inflight import InFlight
 from django_weft.engine.intake import Intake
 from django_weft.engine.lookout import Lookout
@@ -196,6 +196,7 @@ class Worker:
             self._guarded("deregister", lambda now, _: self.membership.deregister(now))
         self.membership.let_go()
         self.statement_limits.uninstall()
+        loop_pulse.stop()
         logger.info("runjobs stopped")
 
     def _start_through_outages(self) -> bool:

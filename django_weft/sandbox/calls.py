@@ -14,7 +14,7 @@ from django_weft import access
 from django_weft.models import Module, ModuleRevision
 from django_weft.sandbox.errors import ModuleNotAllowed, ModuleNotApproved, UnknownModule
 from django_weft.sandbox.process import Answer, Check, ModuleCall
-from django_weft.sandbox.runner import OnReady, load_runner
+from django_weft.sandbox.runner import OnReady, run_call
 
 #: The callable a call without a method runs: a module's default export.
 DEFAULT_METHOD = "default"
@@ -83,4 +83,4 @@ def call_module(
     A trusted call: the caller has decided who may run the module.
     """
     call = module_call(find_module(name), method, args, context=context)
-    return load_runner().run(call, check=check, on_ready=on_ready)
+    return run_call(call, check=check, on_ready=on_ready)

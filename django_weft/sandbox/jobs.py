@@ -25,7 +25,7 @@ from django_weft.jobs.registry import StateSpec, job
 from django_weft.models import Module
 from django_weft.sandbox.calls import DEFAULT_METHOD, find_module, module_call, require_use
 from django_weft.sandbox.errors import SandboxError
-from django_weft.sandbox.runner import Layers, load_runner
+from django_weft.sandbox.runner import Layers, run_call
 
 IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -85,7 +85,7 @@ def run_module(ctx: RunContext, module: str, method: str = DEFAULT_METHOD, args:
     call = module_call(stored, method, args, context=context)
     record(module=stored.name, revision=call.context["revision"])
     try:
-        answer = load_runner().run(call, check=ctx.check, on_ready=ready)
+        answer = run_call(call, check=ctx.check, on_ready=ready)
     except SandboxError as error:
         if error.output:
             record(output=error.output)

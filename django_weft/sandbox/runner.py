@@ -12,6 +12,7 @@ asks the same of this host once, for the system check.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -20,6 +21,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from django_weft.conf import weft_settings
+from django_weft.exceptions import RunAborted
 from django_weft.loading import import_setting
 from django_weft.sandbox import bubblewrap, containment
 from django_weft.sandbox.config import SETUP_SECONDS, RoomConfig
@@ -28,6 +30,7 @@ from django_weft.sandbox.host import host_functions
 from django_weft.sandbox.pool import Pool
 from django_weft.sandbox.process import Answer, Check, Child, ModuleCall
 from django_weft.sandbox.protocol import MANDATORY_LAYERS, OPTIONAL_LAYERS, Limits
+from django_weft.signals import sandbox_called
 
 #: The child's command, after bubblewrap's when that layer is on.
 CHILD_COMMAND = ("-I", "-B", "-X", "utf8", "-m", "django_weft.sandbox.child")
@@ -83,6 +86,33 @@ class ProcessRunner(Runner):
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
+
+
+def run_call(
+    call: ModuleCall, *, check: Check | None = None, on_ready: OnReady | None = None
+) -> Answer:
+    """Run ``call`` on the configured runner, and tell ``sandbox_called`` how it ended.
+
+    Every call of a stored module comes through here (a ``weft.module`` run,
+    :func:`~django_weft.sandbox.calls.call_module`), so the signal counts them all.
+    """
+    began = time.monotonic()
+    outcome = "error"
+    try:
+        answer = load_runner().run(call, check=check, on_ready=on_ready)
+    except SandboxError as error:
+        outcome = type(error).__name__
+        raise
+    except RunAborted:
+        outcome = "aborted"
+        raise
+    else:
+        outcome = "ok"
+        return answer
+    finally:
+        sandbox_called.send_robust(
+            sender=Runner, module=call.module, outcome=outcome, seconds=time.monotonic() - began
+        )
 
 
 def child_command(config: RoomConfig) -> tuple[list[str], dict[str, Any]]:

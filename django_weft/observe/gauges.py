@@ -1,0 +1,110 @@
+"""What the metrics read from the database at each scrape: a few cheap queries.
+
+Prometheus may scrape every 5 seconds, with 10,000,000 finished runs stored, so nothing
+here reads finished runs. Each query is bounded by what is *unfinished* or *alive*, and
+each walks an index (tests/observe/test_gauges.py reads PostgreSQL's plans):
+
+- queued runs, grouped by queue, for the depth and the oldest wait: the rows of the
+  partial indexes over queued runs (the claim's ``weft_run_claim`` among them), so its
+  cost grows with the backlog, never with the history;
+- running runs, grouped by job: at most the workers' concurrency;
+- live workers: the partial index ``weft_worker_alive`` over workers not stopped;
+- paused queues: one row per paused queue.
+
+Counts of what happened (runs finished, fires, ...) are never counted here: each process
+counts its own events (:mod:`django_weft.observe.metrics`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, Min, Q, QuerySet
+from django.db.models.functions import Coalesce
+
+from django_weft.conf import weft_settings
+from django_weft.jobs.registry import registry
+from django_weft.models import PausedQueue, Run, RunStatus, WorkerProcess
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """One queue as a scrape sees it."""
+
+    queue: str
+    #: Queued runs, those waiting for a retry or a ``run_after`` included.
+    depth: int
+    #: Seconds the longest-waiting claimable run has waited (since it was started, or
+    #: since its retry came due); 0 when no run of the queue may be claimed now.
+    oldest_wait: float
+    paused: bool
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a scrape reads from the database, at ``now``."""
+
+    queues: list[QueueState]
+    #: Running runs by job.
+    running: dict[str, int]
+    #: Workers that beat within ``WEFT_LOST_AFTER`` and did not stop.
+    live_workers: int
+
+
+def queued_by_queue(now: datetime) -> QuerySet[Any, Any]:
+    """Per queue: its queued runs (``depth``) and when its longest-waiting claimable run
+    became claimable (``ready_since``, None when none is claimable yet)."""
+    claimable = Q(retry_at__isnull=True) | Q(retry_at__lte=now)
+    return (
+        Run.objects.filter(status=RunStatus.QUEUED)
+        .order_by()
+        .values("queue")
+        .annotate(
+            depth=Count("pk"),
+            ready_since=Min(Coalesce("retry_at", "created_at"), filter=claimable),
+        )
+    )
+
+
+def running_by_job() -> QuerySet[Any, Any]:
+    """Per job: how many of its runs are running."""
+    return (
+        Run.objects.filter(status=RunStatus.RUNNING)
+        .order_by()
+        .values("job")
+        .annotate(running=Count("pk"))
+    )
+
+
+def live_workers(now: datetime) -> QuerySet[WorkerProcess]:
+    """The workers other workers still count as alive at ``now``."""
+    silent_after = now - timedelta(seconds=weft_settings.LOST_AFTER)
+    return WorkerProcess.objects.filter(stopped_at__isnull=True, last_beat__gte=silent_after)
+
+
+def snapshot(now: datetime) -> Snapshot:
+    """Read the gauges' values at ``now`` (four queries, none over finished runs).
+
+    Every queue a registered job uses or that is paused is listed, with a depth of 0
+    when it holds no run: a gauge that vanishes when its queue drains reads as no data.
+    """
+    paused = set(PausedQueue.objects.values_list("queue", flat=True))
+    found: dict[str, dict[str, Any]] = {row["queue"]: row for row in queued_by_queue(now)}
+    names = sorted({job.queue for job in registry} | paused | set(found))
+    queues = []
+    for name in names:
+        row = found.get(name, {})
+        ready_since: datetime | None = row.get("ready_since")
+        wait = 0.0 if ready_since is None else (now - ready_since).total_seconds()
+        queues.append(
+            QueueState(
+                queue=name,
+                depth=int(row.get("depth", 0)),
+                oldest_wait=max(0.0, wait),
+                paused=name in paused,
+            )
+        )
+    running = {row["job"]: int(row["running"]) for row in running_by_job()}
+    return Snapshot(queues=queues, running=running, live_workers=live_workers(now).count())
