@@ -37,8 +37,8 @@ try:
 except ImportError:  # pragma: no cover - Django 5.2: the backport, or nothing
     try:
         # django-tasks 0.12: Django 6.0's API, but for the homes of Task and
-        # normalize_json, and two names. (One
-        # import per module: mypy reports a missing module once per statement.)
+        # normalize_json, and two names. (One import per module: mypy reports a
+        # missing module once per statement.)
         from django_tasks import (  # type: ignore[import-not-found,no-redef]  # noqa: I001
             DEFAULT_TASK_BACKEND_ALIAS,
             DEFAULT_TASK_QUEUE_NAME,
