@@ -64,10 +64,13 @@ def main() -> None:
     )
     print(
         f"{'kind':>5} {'repeat':>6} {'enqueue/s':>9} {'enqueue s':>9} {'runs/s':>7} "
-        f"{'drain s':>7} {'wall s':>6} {'total s':>7} {'cpu s':>6}"
+        f"{'drain s':>7} {'wall s':>6} {'total s':>7} {'cpu s':>6} = enqueue + worker"
     )
     figures: dict[str, dict[str, list[float]]] = {
-        kind: {"enqueue": [], "drain": [], "total": [], "cpu": []} for kind in KINDS
+        kind: {
+            name: [] for name in ("enqueue", "drain", "total", "cpu", "enqueue cpu", "worker cpu")
+        }
+        for kind in KINDS
     }
     for repeat in range(1, repeats + 1):
         for kind in KINDS if repeat % 2 else reversed(KINDS):
@@ -83,6 +86,8 @@ def main() -> None:
             workers_cpu = _children_cpu() - workers_cpu
             drain, _per_worker = _setup.drained_span(runs)
             cpu = enqueued_cpu + workers_cpu
+            figures[kind]["enqueue cpu"].append(enqueued_cpu)
+            figures[kind]["worker cpu"].append(workers_cpu)
             figures[kind]["enqueue"].append(enqueued)
             figures[kind]["drain"].append(drain)
             figures[kind]["total"].append(enqueued + wall)
@@ -90,7 +95,7 @@ def main() -> None:
             print(
                 f"{kind:>5} {repeat:>6} {runs / enqueued:>9.0f} {enqueued:>9.2f} "
                 f"{runs / drain:>7.0f} {drain:>7.2f} {wall:>6.2f} {enqueued + wall:>7.2f} "
-                f"{cpu:>6.2f}"
+                f"{cpu:>6.2f} = {enqueued_cpu:.2f} + {workers_cpu:.2f}"
             )
     shutil.rmtree(logs, ignore_errors=True)
     print()
@@ -103,16 +108,19 @@ def main() -> None:
             f"{kind:>5} medians: enqueue {medians[kind]['enqueue']:.2f} s "
             f"({runs / medians[kind]['enqueue']:.0f}/s), drain {medians[kind]['drain']:.2f} s "
             f"({runs / medians[kind]['drain']:.0f} runs/s), total {medians[kind]['total']:.2f} s, "
-            f"CPU {medians[kind]['cpu']:.2f} s"
+            f"CPU {medians[kind]['cpu']:.2f} s (enqueue {medians[kind]['enqueue cpu']:.2f}, "
+            f"worker {medians[kind]['worker cpu']:.2f})"
         )
     ratios = {
-        name: medians["tasks"][name] / medians["jobs"][name] for name in ("enqueue", "drain", "cpu")
+        name: medians["tasks"][name] / medians["jobs"][name]
+        for name in ("enqueue", "drain", "cpu", "enqueue cpu", "worker cpu")
     }
     total = medians["tasks"]["total"] / medians["jobs"]["total"]
     verdict = "met" if total <= TARGET else "NOT met"
     print(
         f"ratio tasks/jobs: enqueue {ratios['enqueue']:.3f}, drain {ratios['drain']:.3f}, "
-        f"total {total:.3f} (target at most {TARGET:.2f}: {verdict}), CPU {ratios['cpu']:.3f}"
+        f"total {total:.3f} (target at most {TARGET:.2f}: {verdict}), CPU {ratios['cpu']:.3f} "
+        f"(enqueue {ratios['enqueue cpu']:.3f}, worker {ratios['worker cpu']:.3f})"
     )
 
 
