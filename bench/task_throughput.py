@@ -9,7 +9,7 @@ in odd repeats, tasks first in even ones), so that a change in the machine's loa
 on both. Per measurement it prints enqueues/s, runs/s (first claim to last finish), the
 wall time around the workers (their start-up included) and the total, enqueue plus
 wall, and the CPU seconds of the same (this process's while it enqueues, plus the
-workers'), which a busy machine sways much less than the clock; then the medians and
+workers'), which a busy machine sways less than the clock; then the medians and
 the ratios tasks / jobs of the enqueue time, the drain, the total and the CPU total.
 Issue 19's target: the tasks' total at most 1.10 times the jobs'.
 
