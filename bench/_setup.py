@@ -15,9 +15,11 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -237,6 +239,47 @@ def analyze() -> None:
 def manage_command(*arguments: str, script: str = "manage.py") -> list[str]:
     """The command line of ``bench/<script>`` with ``arguments``, on this interpreter."""
     return [sys.executable, str(REPO / "bench" / script), *arguments]
+
+
+def run_workers(command: Sequence[str], count: int, logs: Path, label: str) -> float:
+    """Run ``count`` worker processes of ``command`` together until they all exit by
+    themselves (``runjobs --once``); returns the wall seconds around them.
+
+    Each one's output goes to ``<logs>/<label>-<index>.log``; one exiting with an error
+    stops the benchmark, naming the logs.
+    """
+    log_files = [(logs / f"{label}-{index}.log").open("w") for index in range(count)]
+    begin = time.perf_counter()
+    processes = [
+        subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT) for log in log_files
+    ]
+    for process in processes:
+        process.wait()
+    wall = time.perf_counter() - begin
+    for log in log_files:
+        log.close()
+    failed = [process.returncode for process in processes if process.returncode != 0]
+    if failed:
+        raise SystemExit(f"a worker exited with {failed}; see the logs in {logs}")
+    return wall
+
+
+def drained_span(expected: int) -> tuple[float, list[int]]:
+    """Seconds from the first claim to the last finish of the ``expected`` runs stored,
+    and how many each worker ran (most first); stops the benchmark unless all are done."""
+    from django.db.models import Max, Min
+
+    from django_weft.models import Run, RunStatus
+
+    done = Run.objects.filter(status=RunStatus.DONE).count()
+    if done != expected:
+        statuses = Counter(Run.objects.values_list("status", flat=True))
+        raise SystemExit(f"{done} of {expected} runs done: {dict(statuses)}")
+    span = Run.objects.aggregate(first=Min("started_at"), last=Max("finished_at"))
+    per_worker = sorted(
+        Counter(Run.objects.values_list("worker_id", flat=True)).values(), reverse=True
+    )
+    return (span["last"] - span["first"]).total_seconds(), per_worker
 
 
 def load_hourly_schedules(prefix: str, dues: Sequence[datetime]) -> None:

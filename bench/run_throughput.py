@@ -14,10 +14,8 @@ subprocesses, which adds interpreter and Django start-up, is printed beside it.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 import _setup
@@ -33,10 +31,8 @@ def add_arguments(parser) -> None:  # type: ignore[no-untyped-def]
 
 def main() -> None:
     options = _setup.setup(__doc__.splitlines()[0], add_arguments)
-    from django.db.models import Max, Min
-
     from django_weft.jobs.registry import registry
-    from django_weft.models import Run, RunStatus, WorkerProcess
+    from django_weft.models import Run, WorkerProcess
     from django_weft.operations import start
 
     noop = registry.get("bench.noop")
@@ -60,32 +56,8 @@ def main() -> None:
             starts_per_second = options.runs / (time.perf_counter() - begin)
             _setup.analyze()
 
-            log_files = [
-                (logs / f"worker-{workers}-{repeat}-{index}.log").open("w")
-                for index in range(workers)
-            ]
-            begin = time.perf_counter()
-            processes = [
-                subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT) for log in log_files
-            ]
-            for process in processes:
-                process.wait()
-            wall = time.perf_counter() - begin
-            for log in log_files:
-                log.close()
-            failed = [p.returncode for p in processes if p.returncode != 0]
-            if failed:
-                raise SystemExit(f"a worker exited with {failed}; see the logs in {logs}")
-
-            done = Run.objects.filter(status=RunStatus.DONE).count()
-            if done != options.runs:
-                statuses = Counter(Run.objects.values_list("status", flat=True))
-                raise SystemExit(f"{done} of {options.runs} runs done: {dict(statuses)}")
-            span = Run.objects.aggregate(first=Min("started_at"), last=Max("finished_at"))
-            drain = (span["last"] - span["first"]).total_seconds()
-            per_worker = sorted(
-                Counter(Run.objects.values_list("worker_id", flat=True)).values(), reverse=True
-            )
+            wall = _setup.run_workers(command, workers, logs, f"worker-{workers}-{repeat}")
+            drain, per_worker = _setup.drained_span(options.runs)
             rates[workers].append(options.runs / drain)
             print(
                 f"{workers:>7} {repeat:>6} {starts_per_second:>9.0f} {options.runs / drain:>8.0f} "

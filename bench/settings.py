@@ -25,6 +25,9 @@ INSTALLED_APPS = [
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# django.tasks on weft (task_throughput.py); Django 5.2 without the backport ignores it.
+TASKS = {"default": {"BACKEND": "django_weft.tasks.WeftBackend"}}
+
 DATABASE_VENDOR = os.environ.get("WEFT_BENCH_DATABASE", "sqlite")
 DATABASE_NAME = os.environ.get("WEFT_BENCH_NAME", "")
 CONN_MAX_AGE = int(os.environ.get("WEFT_BENCH_CONN_MAX_AGE", "0"))

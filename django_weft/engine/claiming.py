@@ -1,11 +1,15 @@
 """The claim: a worker takes queued runs it can execute, each once, in one statement.
 
-``WITH picked AS (SELECT ... ORDER BY priority DESC, created_at LIMIT n FOR UPDATE SKIP
-LOCKED) UPDATE ... FROM picked RETURNING ...`` on PostgreSQL, ``UPDATE ... WHERE id IN
+``WITH picked AS (SELECT ... ORDER BY priority DESC, COALESCE(run_after, created_at),
+created_at LIMIT n FOR UPDATE SKIP LOCKED) UPDATE ... FROM picked RETURNING ...`` on
+PostgreSQL, ``UPDATE ... WHERE id IN
 (SELECT ... LIMIT n) RETURNING ...`` on SQLite (whose single writer needs no lock): the
 pick walks the partial index over queued runs in claim order and stops after a batch, so
 its cost does not grow with the backlog, and the rows come back from the update itself,
-with no second read. A claimed
+with no second read. The order is priority (high first), then the moment a run became
+claimable (a task's ``run_after``, else when it was started), then when it was started:
+of runs of equal priority, a task enqueued at 8:00 to run after 9:00 goes after a run
+started at 8:30 and before one started at 9:05. A claimed
 run is ``running`` on that worker with its attempt number raised by one; only that
 worker (and attempt) may finish it (see :mod:`django_weft.engine.finishing`).
 
@@ -68,7 +72,12 @@ def claim(
     params = [*picking, *setting] if connection.vendor == "postgresql" else [*setting, *picking]
     return sorted(
         Run.objects.raw(statement, params),
-        key=lambda run: (-run.priority, run.created_at, run.due or run.created_at),
+        key=lambda run: (
+            -run.priority,
+            run.run_after or run.created_at,
+            run.created_at,
+            run.due or run.created_at,
+        ),
     )
 
 
@@ -99,7 +108,10 @@ def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
         f"AND {column('queue')} NOT IN (SELECT {sql.column(PausedQueue, 'queue')} "
         f"FROM {sql.table(PausedQueue)}) "
         f"AND EXISTS ({registered}) "
-        f"ORDER BY {column('priority')} DESC, {column('created_at')}, {column('due')} LIMIT %s"
+        # The order of the partial index weft_run_claim, expression for expression.
+        f"ORDER BY {column('priority')} DESC, "
+        f"COALESCE({column('run_after')}, {column('created_at')}), "
+        f"{column('created_at')}, {column('due')} LIMIT %s"
     )
     if vendor == "postgresql":
         # A materialized CTE, not ``WHERE id IN (subquery)``: PostgreSQL may run a

@@ -6,6 +6,8 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import models
+from django.db.models import F
+from django.db.models.functions import Coalesce
 
 
 class RunStatus(models.TextChoices):
@@ -180,10 +182,15 @@ class Run(models.Model):
         ]
         indexes = [
             # The claim reads queued runs in this order and stops after a batch, so its
-            # cost does not grow with the backlog.
+            # cost does not grow with the backlog: priority, then when the run became
+            # claimable (a task's run_after, else its start), then its start; the due
+            # orders the runs one fire of a catch-up started together. The claim's
+            # ORDER BY (django_weft.engine.claiming) spells the same expressions.
             models.Index(
-                # The due orders the runs one fire of a catch-up started together.
-                fields=["-priority", "created_at", "due"],
+                F("priority").desc(),
+                Coalesce("run_after", "created_at"),
+                F("created_at"),
+                F("due"),
                 name="weft_run_claim",
                 condition=models.Q(status=RunStatus.QUEUED),
             ),

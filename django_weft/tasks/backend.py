@@ -20,7 +20,6 @@ from django.apps import apps
 from django.core import checks
 from django.core.signals import setting_changed
 from django.db import connections
-from django.utils.json import normalize_json
 
 from django_weft import operations
 from django_weft.engine.starting import StartRequest
@@ -30,6 +29,7 @@ from django_weft.tasks.framework import (
     InvalidTask,
     InvalidTaskBackend,
     TaskResultDoesNotExist,
+    normalize_json,
     task_at,
     task_backends,
     task_enqueued,

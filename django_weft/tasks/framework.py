@@ -33,10 +33,12 @@ try:
         TaskResultMismatch,
     )
     from django.tasks.signals import task_enqueued, task_finished, task_started
+    from django.utils.json import normalize_json
 except ImportError:  # pragma: no cover - Django 5.2: the backport, or nothing
     try:
-        # django-tasks 0.12: Django 6.0's API, but for Task's home and two names. (One
-        # import per module: mypy reports a missing module once per statement.)
+        # django-tasks 0.12: Django 6.0's API, but for the homes of Task and
+        # normalize_json, and two names. (One import per module: mypy reports a
+        # missing module once per statement.)
         from django_tasks import (  # type: ignore[import-not-found,no-redef]  # noqa: I001
             DEFAULT_TASK_BACKEND_ALIAS,
             DEFAULT_TASK_QUEUE_NAME,
@@ -65,6 +67,9 @@ except ImportError:  # pragma: no cover - Django 5.2: the backport, or nothing
             task_finished,
             task_started,
         )
+        from django_tasks.utils import (  # type: ignore[import-not-found,no-redef]
+            normalize_json,
+        )
     except ImportError:
         raise ImportError(
             "django_weft.tasks needs a tasks framework: Django 6.0 or later (django.tasks), "
@@ -91,6 +96,7 @@ __all__ = [
     "TaskResultMismatch",
     "TaskResultStatus",
     "default_task_backend",
+    "normalize_json",
     "task",
     "task_at",
     "task_backends",

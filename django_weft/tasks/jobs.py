@@ -16,12 +16,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from django.utils.json import normalize_json
-
 from django_weft.exceptions import InvalidArgs
 from django_weft.jobs.context import RunContext
 from django_weft.jobs.registry import Job, JobFunction
-from django_weft.tasks.framework import TaskContext, task_at, task_started
+from django_weft.tasks.framework import TaskContext, normalize_json, task_at, task_started
 from django_weft.tasks.results import earlier_attempts, result_of, stored_task
 
 if TYPE_CHECKING:

@@ -95,10 +95,17 @@ def earlier_attempts(run: Run) -> list[Attempt]:
 
 
 def stored_task(run: Run) -> AnyTask:
-    """The task at ``run``'s stored path, as it was enqueued."""
+    """The task at ``run``'s stored path, as it was enqueued.
+
+    A run enqueued with the task's own options (the common case) gets the task itself:
+    ``using()`` would make an equal copy, validated again, twice per attempt.
+    """
     task = task_at(run.job)
     if task is None:
         raise TaskResultDoesNotExist(f'run {run.pk}: "{run.job}" no longer names a task')
+    stored = (run.priority, run.queue, run.run_after, run.task_backend)
+    if stored == (task.priority, task.queue_name, task.run_after, task.backend):
+        return task
     return task.using(
         priority=run.priority,
         queue_name=run.queue,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -100,3 +101,63 @@ def test_claim_with_nothing_deployed_claims_nothing(process: WorkerProcess) -> N
     """A worker whose code has none of the queued runs' jobs claims nothing."""
     start(registry.get("tests.noop"))
     assert claim((), limit=4, worker=process, now=timezone.now(), queues=None) == []
+
+
+def test_claim_orders_equal_priorities_by_when_they_became_claimable(
+    process: WorkerProcess,
+) -> None:
+    """A run deferred to 9:00 (a task's run_after) goes after one started at 8:30 and
+    before one started at 9:05, though it was started first; one claim at a time, so
+    the statement's order is what is tested, not the sort of a batch."""
+    nine = timezone.now().replace(microsecond=0) - timedelta(hours=1)
+    deferred = Run.objects.create(
+        job="tests.noop",
+        created_at=nine - timedelta(hours=1),
+        run_after=nine,
+        retry_at=nine,
+    )
+    half_past_eight = Run.objects.create(job="tests.noop", created_at=nine - timedelta(minutes=30))
+    five_past_nine = Run.objects.create(job="tests.noop", created_at=nine + timedelta(minutes=5))
+    now = timezone.now()
+    one_by_one = [
+        claim(deployed(), limit=1, worker=process, now=now, queues=None)[0].pk for _ in range(3)
+    ]
+    assert one_by_one == [half_past_eight.pk, deferred.pk, five_past_nine.pk]
+    Run.objects.update(status=RunStatus.QUEUED)
+    batch = claim(deployed(), limit=10, worker=process, now=now, queues=None)
+    assert [run.pk for run in batch] == one_by_one
+
+
+def test_claim_walks_the_claim_index_without_sorting(process: WorkerProcess) -> None:
+    """With a backlog, the database plans the claim's pick as a walk of the partial index
+    weft_run_claim in its order, with no sort of the queued runs (PostgreSQL, SQLite)."""
+    noop = registry.get("tests.noop")
+    now = timezone.now()
+    Run.objects.bulk_create(
+        Run(
+            job=noop.name,
+            priority=n % 3,
+            created_at=now - timedelta(seconds=n),
+            run_after=now - timedelta(seconds=n // 2) if n % 2 else None,
+            status=RunStatus.QUEUED if n % 4 else RunStatus.DONE,
+        )
+        for n in range(5000)
+    )
+    statements: list[tuple[str, tuple[object, ...]]] = []
+
+    def keep(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        statements.append((sql, tuple(params)))
+        return execute(sql, params, many, context)
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {connection.ops.quote_name(Run._meta.db_table)}")
+    with connection.execute_wrapper(keep):
+        claim(deployed(), limit=4, worker=process, now=now, queues=None)
+    [(statement, params)] = statements
+    explain = "EXPLAIN " if connection.vendor == "postgresql" else "EXPLAIN QUERY PLAN "
+    with connection.cursor() as cursor:
+        cursor.execute(explain + statement, params)
+        plan = "\n".join(" ".join(str(value) for value in row) for row in cursor.fetchall())
+    assert "weft_run_claim" in plan, plan
+    assert "Sort" not in plan, plan  # PostgreSQL's sort node
+    assert "TEMP B-TREE" not in plan, plan  # SQLite's

@@ -38,3 +38,16 @@ def test_get_result_reads_at_most_two_queries(rehearsal: Rehearsal) -> None:
         assert default_task_backend.get_result(thrice.id).attempts == 3
     assert len(reading_once) == 1
     assert len(reading_thrice) == 2
+
+
+@pytest.mark.django_db
+def test_a_result_holds_the_task_itself_unless_enqueued_with_other_options() -> None:
+    """A run enqueued with the task's own options reads back with that very task (no
+    copy made and validated again per read and per attempt); one enqueued through
+    ``using()`` with a copy that has the options it was enqueued with."""
+    plain = default_task_backend.get_result(fixtures.noop_task.enqueue().id)
+    assert plain.task is fixtures.noop_task
+    urgent = fixtures.noop_task.using(priority=10)
+    copied = default_task_backend.get_result(urgent.enqueue().id)
+    assert copied.task is not fixtures.noop_task
+    assert copied.task == urgent

@@ -6,7 +6,8 @@ Each case here is one of them against weft's worker, on the driven-clock rehears
 
 - run an enqueued task; a failing task; a complex exception; a complex return value;
 - ``run_after``: not claimed before it, claimed at it, on the worker's clock;
-- claim order: priority first, then enqueue time;
+- claim order: priority first, then ``run_after`` (for a task that has one), then enqueue
+  time;
 - queues a worker does not serve are left for another;
 - the context's attempt and id;
 - a stored path that no longer names a task stays blocked;
@@ -15,8 +16,7 @@ Each case here is one of them against weft's worker, on the driven-clock rehears
 Not restated: its ``prune_db_task_results`` command (weft prunes runs its own way, see
 ``WEFT_KEEP_RUNS``), ``--batch``/``--max-tasks`` flags (``runjobs --once`` and
 ``--concurrency``), its per-attempt ``worker_ids`` list on one row (weft keeps attempts
-as rows: tests/tasks/test_task_runs.py), and claim order by ``run_after`` among runs whose
-``run_after`` has passed (weft orders them by enqueue time: see the report of issue 19).
+as rows: tests/tasks/test_task_runs.py).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from tests.processes import runjobs, wait_for
 from tests.tasks import fixtures
 
 MINUTE = timedelta(minutes=1)
+SECOND = timedelta(seconds=1)
 
 
 def test_run_enqueued_task(rehearsal: Rehearsal) -> None:
@@ -82,16 +83,8 @@ def test_run_after_is_not_claimed_early(rehearsal: Rehearsal) -> None:
     assert result.task.run_after == start + 10 * MINUTE
 
 
-def test_claim_order_is_priority_then_enqueue_time(rehearsal: Rehearsal) -> None:
-    """Higher priority first; among equals, the one enqueued first."""
-    rehearsal.restart(concurrency=1)
-    low = fixtures.noop_task.using(priority=-10).enqueue()
-    rehearsal.clock.skip(timedelta(seconds=1))
-    first = fixtures.noop_task.enqueue()
-    rehearsal.clock.skip(timedelta(seconds=1))
-    second = fixtures.noop_task.enqueue()
-    rehearsal.clock.skip(timedelta(seconds=1))
-    high = fixtures.noop_task.using(priority=10).enqueue()
+def started_in_order(rehearsal: Rehearsal) -> list[str]:
+    """The ids of the tasks the worker starts now, in the order it starts them."""
     started: list[str] = []
 
     def heard(sender: object, task_result: TaskResult, **kwargs: object) -> None:
@@ -102,7 +95,33 @@ def test_claim_order_is_priority_then_enqueue_time(rehearsal: Rehearsal) -> None
         rehearsal.advance(timedelta(0))
     finally:
         task_started.disconnect(dispatch_uid="tests.claim_order")
-    assert started == [high.id, first.id, second.id, low.id]
+    return started
+
+
+def test_claim_order_is_priority_then_enqueue_time(rehearsal: Rehearsal) -> None:
+    """Higher priority first; among equals, the one enqueued first."""
+    rehearsal.restart(concurrency=1)
+    low = fixtures.noop_task.using(priority=-10).enqueue()
+    rehearsal.clock.skip(timedelta(seconds=1))
+    first = fixtures.noop_task.enqueue()
+    rehearsal.clock.skip(timedelta(seconds=1))
+    second = fixtures.noop_task.enqueue()
+    rehearsal.clock.skip(timedelta(seconds=1))
+    high = fixtures.noop_task.using(priority=10).enqueue()
+    assert started_in_order(rehearsal) == [high.id, first.id, second.id, low.id]
+
+
+def test_claim_order_puts_a_passed_run_after_in_its_place(rehearsal: Rehearsal) -> None:
+    """A task enqueued first but to run after 20 s goes after one enqueued at 10 s and
+    before one enqueued at 30 s, once all three may run."""
+    rehearsal.restart(concurrency=1)
+    start = rehearsal.now()
+    deferred = fixtures.noop_task.using(run_after=start + 20 * SECOND).enqueue()
+    rehearsal.clock.skip(10 * SECOND)
+    earlier = fixtures.noop_task.enqueue()
+    rehearsal.clock.skip(20 * SECOND)
+    later = fixtures.noop_task.enqueue()
+    assert started_in_order(rehearsal) == [earlier.id, deferred.id, later.id]
 
 
 @override_settings(
