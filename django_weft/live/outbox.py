@@ -64,7 +64,7 @@ class Outbox:
 
     @property
     def started(self) -> bool:
-        """Whether anything was ever handed over (the thread exists)."""
+        """Whether its thread runs: something was handed over since it last stopped."""
         return self._thread is not None
 
     def hand_over(self, run_ids: Iterable[uuid.UUID], document_ids: Iterable[int]) -> None:
