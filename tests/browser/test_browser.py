@@ -228,8 +228,10 @@ FRAMES_OUT_OF_ORDER = """async () => {
   window.WebSocket = FedSocket;
   try {
     const live = connectLive({});
-    const feed = (frame) => heard.message.forEach((listener) => listener({ data: JSON.stringify(frame) }));
-    feed({ type: "snapshot", user: "u", can_start: false, operator: false, runs: [], truncated: false, next: null });
+    const feed = (frame) =>
+      heard.message.forEach((listener) => listener({ data: JSON.stringify(frame) }));
+    feed({ type: "snapshot", user: "u", can_start: false, operator: false, runs: [],
+           truncated: false, next: null });
     feed({ type: "run", run: { id: "r", status: "done", version: 3 } });
     feed({ type: "run", run: { id: "r", status: "running", version: 2 } });
     return live.state.runs.get("r");
