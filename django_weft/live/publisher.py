@@ -143,7 +143,7 @@ def _listening_layer() -> BaseChannelLayer | None:
 def _deliver(
     run_ids: list[uuid.UUID], document_ids: list[int], loop: asyncio.AbstractEventLoop
 ) -> None:
-    """One round: read the rows and send their views; never raises into the thread.
+    """One round: read the rows and send their views, giving up quietly on a failure.
 
     The changes have committed whatever happens here: a database that fails right
     after (a restart) or a layer that is down costs the watchers this round, not the
