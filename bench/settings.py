@@ -58,3 +58,14 @@ elif DATABASE_VENDOR == "sqlite":
     }
 else:
     raise RuntimeError(f"WEFT_BENCH_DATABASE must be sqlite or postgres, not {DATABASE_VENDOR!r}")
+
+# WEFT_BENCH_CHANNEL_LAYER=redis: live views deployed as docs/live.md deploys them
+# (channels-redis at 127.0.0.1:6379, database 14 so as not to meet the tests' Redis
+# databases), so that every change is published as it is in production.
+if os.environ.get("WEFT_BENCH_CHANNEL_LAYER") == "redis":
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [os.environ.get("WEFT_BENCH_REDIS", "redis://127.0.0.1:6379/14")]},
+        }
+    }

@@ -9,6 +9,10 @@ themselves. While it lives the rehearsal's clock is the process's clock
 (:func:`~django_weft.timing.clocks.install_clock`), so runs started by code, the admin or
 the API in the meantime live on the rehearsal's time too.
 
+Live views are published by a thread of each process, shortly after each commit: a test
+that looks at what a socket or the channel layer received calls :func:`flush_live`
+first (a rehearsal's ``advance()`` does it before it returns).
+
 Used as ``runjobs --clock django_weft.testing.DrivenClock`` with no one to advance it,
 the clock jumps straight to each next due time: a rehearsal that runs the schedule as
 fast as the jobs allow, starting now.
@@ -24,6 +28,7 @@ from types import TracebackType
 from typing import Any
 
 from django_weft.engine.worker import Worker
+from django_weft.live import publisher
 from django_weft.timing import clocks
 from django_weft.timing.clocks import Clock, ClockPaused
 
@@ -78,6 +83,17 @@ class DrivenClock(Clock):
         self._now = max(self._now, moment)
 
 
+def flush_live(timeout: float = 30.0) -> None:
+    """Wait until every change committed so far in this process was published.
+
+    Published means handed to the channel layer (or given up, the layer being down);
+    the sockets then receive it as fast as the layer carries it. Raises
+    ``TimeoutError`` if that took more than ``timeout`` seconds.
+    """
+    if not publisher.flush(timeout):
+        raise TimeoutError(f"the live views' publisher did not catch up within {timeout}s")
+
+
 class Rehearsal:
     """A worker on a driven clock, and the clock installed as the process's while it lives.
 
@@ -106,11 +122,13 @@ class Rehearsal:
 
         The worker does what is due, sleeps to the next due moment, and so on: each fire
         at its own moment, in time order, and each run finished before time moves on.
-        ``advance(timedelta(0))`` does what is due now. Time ends exactly at the target.
+        ``advance(timedelta(0))`` does what is due now. Time ends exactly at the target,
+        and what changed has been published to the live views (:func:`flush_live`).
         """
         target = self.clock.now() + _forward(delta)
         with self.clock.pausing_at(target):
             self.worker.run_until_paused()
+        flush_live()
 
     def skip(self, delta: timedelta) -> None:
         """Move time forward by ``delta`` without running anything, as if the process were down."""

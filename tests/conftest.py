@@ -128,9 +128,14 @@ def _channel_layers_of_this_test() -> Iterator[None]:
     pytest-asyncio runs each test on a new loop. A receive lock left locked by one
     test's cancelled socket then fails a later test's receive with "Lock ... is bound
     to a different event loop".
+
+    The same goes for the publishing thread, which keeps a loop of its own.
     """
     channel_layers.backends.clear()
     yield
+    # What the test published is delivered, and the publishing thread ends (its loop,
+    # with the layer's connections, and its database connection), before the next test.
+    assert publisher.stop(30), "the live publisher did not end within 30s"
     channel_layers.backends.clear()
 
 

@@ -50,6 +50,9 @@ class RunGuestSerializer(serializers.Serializer[Run]):
     created_at = serializers.DateTimeField(read_only=True)
     started_at = serializers.DateTimeField(read_only=True, allow_null=True)
     finished_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    version = serializers.IntegerField(
+        read_only=True, help_text="1 when started, one more at every change of the run."
+    )
 
     def to_representation(self, instance: Run) -> dict[str, Any]:
         return projections.guest_run(instance)

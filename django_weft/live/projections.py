@@ -48,6 +48,7 @@ GUEST_RUN_KEYS = (
     "created_at",
     "started_at",
     "finished_at",
+    "version",
 )
 OWNER_RUN_KEYS = (
     *GUEST_RUN_KEYS,
@@ -95,6 +96,9 @@ def guest_run(run: Run) -> dict[str, Any]:
         "created_at": moment(run.created_at),
         "started_at": moment(run.started_at),
         "finished_at": moment(run.finished_at),
+        # Frames of one run may arrive out of order (two processes publish it): the
+        # client keeps the one with the highest version.
+        "version": run.version,
     }
 
 

@@ -153,6 +153,13 @@ class Run(models.Model):
     run_after = models.DateTimeField(
         null=True, blank=True, help_text="A task's run_after, as enqueued."
     )
+    # Written by the database, never by Django: a trigger (migration 0013) adds one at
+    # every UPDATE of the row, whoever makes it, so live frames can be ordered.
+    version = models.PositiveBigIntegerField(
+        default=1,
+        editable=False,
+        help_text="1 when started, one more at every change: a live client keeps the highest.",
+    )
 
     objects = RunQuerySet.as_manager()
 

@@ -251,23 +251,28 @@ class RunsConsumer(OutageProofConsumer):
 
     # -- events from the channel layer ----------------------------------------------------------
 
-    async def weft_run_full(self, event: dict[str, Any]) -> None:
-        await self.send_json({"type": "run", "run": event["run"]})
+    async def weft_runs(self, event: dict[str, Any]) -> None:
+        """A round's runs in full (operators, or the runs' owner): one frame each."""
+        for run in event["runs"]:
+            await self.send_json({"type": "run", "run": run})
 
-    async def weft_run_guest(self, event: dict[str, Any]) -> None:
-        if self.user.is_authenticated and event.get("owner_id") == self.user.pk:
-            return  # this socket gets the full view through the owner's group
-        await self.send_json({"type": "run", "run": event["run"]})
+    async def weft_runs_guest(self, event: dict[str, Any]) -> None:
+        owner = self.user.pk if self.user.is_authenticated else None
+        for guest in event["runs"]:
+            # This socket's own runs come in full through the owner's group.
+            if owner is None or guest["owner_id"] != owner:
+                await self.send_json({"type": "run", "run": guest["run"]})
 
-    async def weft_state(self, event: dict[str, Any]) -> None:
-        await self.send_json(
-            {
-                "type": "state",
-                "run": event["run"],
-                "revision": event["revision"],
-                "state": event["state"],
-            }
-        )
+    async def weft_states(self, event: dict[str, Any]) -> None:
+        for state in event["states"]:
+            await self.send_json(
+                {
+                    "type": "state",
+                    "run": state["run"],
+                    "revision": state["revision"],
+                    "state": state["state"],
+                }
+            )
 
     async def weft_document(self, event: dict[str, Any]) -> None:
         await self.send_json({"type": "document", "document": event["document"]})

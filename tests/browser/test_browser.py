@@ -211,3 +211,39 @@ def test_browser_api_docs_render_from_this_server_alone(
     ]
     assert elsewhere == [], elsewhere
     assert f"{server}/api/schema/" in [request.url for request in requested]
+
+
+#: Runs live.js's client on a socket that the page feeds frames to, then says what it
+#: kept of the run: frames of one run out of order, the newer one first.
+FRAMES_OUT_OF_ORDER = """async () => {
+  const { connectLive } = await import("/static/example/live.js");
+  const heard = {};
+  class FedSocket {
+    constructor() { this.readyState = FedSocket.OPEN; }
+    addEventListener(type, listener) { (heard[type] ||= []).push(listener); }
+    send() {}
+  }
+  FedSocket.OPEN = 1;
+  const real = window.WebSocket;
+  window.WebSocket = FedSocket;
+  try {
+    const live = connectLive({});
+    const feed = (frame) =>
+      heard.message.forEach((listener) => listener({ data: JSON.stringify(frame) }));
+    feed({ type: "snapshot", user: "u", can_start: false, operator: false, runs: [],
+           truncated: false, next: null });
+    feed({ type: "run", run: { id: "r", status: "done", version: 3 } });
+    feed({ type: "run", run: { id: "r", status: "running", version: 2 } });
+    return live.state.runs.get("r");
+  } finally {
+    window.WebSocket = real;
+  }
+}"""
+
+
+def test_browser_live_client_drops_a_run_frame_older_than_the_one_it_kept(
+    browser: Browser, server: str
+) -> None:
+    """live.js keeps the run frame with the highest version: a late, older one is dropped."""
+    page = signed_in(browser, server, "guest")
+    assert page.evaluate(FRAMES_OUT_OF_ORDER) == {"id": "r", "status": "done", "version": 3}

@@ -28,6 +28,7 @@ from django_weft.models import Run
 from django_weft.operations import start
 from django_weft.sockets.consumers import RunsConsumer
 from django_weft.sockets.revocation import CLOSE_PERMISSION_LOST, CLOSE_SIGNED_OUT
+from django_weft.testing import flush_live
 from tests.live_client import CommunicatorSocket, Frame, open_socket
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -45,6 +46,14 @@ def make_user(name: str, *codenames: str) -> Any:
     for codename in codenames:
         user.user_permissions.add(Permission.objects.get(codename=codename))
     return get_user_model().objects.get(pk=user.pk)
+
+
+@sync_to_async
+def published_start(job: str) -> Run:
+    """A run started and published: no frame of it comes to a socket opened after this."""
+    run = start(job)
+    flush_live()
+    return run
 
 
 @sync_to_async
@@ -217,7 +226,7 @@ async def test_revocation_an_abort_after_losing_the_permission_is_not_handled(
     """An operator who lost view_run and change_run: the abort frame closes the socket,
     the run is not asked to abort."""
     operator = await make_user("operator", "view_run", "change_run")
-    run = await sync_to_async(start)("tests.noop")
+    run = await published_start("tests.noop")
     socket = await open_socket(sockets, operator)
     await revoke(operator, "view_run")
     await revoke(operator, "change_run")

@@ -213,6 +213,8 @@
     const phase = document.getElementById("weft-run-phase");
     let revision = terminal && terminal.dataset.revision ? parseInt(terminal.dataset.revision, 10) : -1;
     let finished = root.dataset.finished === "true";
+    // Run frames can come out of order (two processes publish the run): keep the newest.
+    let version = root.dataset.version ? parseInt(root.dataset.version, 10) : -1;
     const follow = () => { if (terminal) terminal.scrollTop = terminal.scrollHeight; };
     const show = (state, stateRevision) => {
       if (!terminal || !state || typeof state.output !== "string") return;
@@ -230,9 +232,11 @@
     listen((frame) => {
       if (frame.type === "state" && frame.run === runId) show(frame.state, frame.revision);
       let run = null;
-      if (frame.type === "run" && frame.run.id === runId) run = frame.run;
+      if (frame.type === "run" && frame.run.id === runId && frame.run.version >= version) run = frame.run;
+      // A snapshot is the whole truth at its moment: taken whatever came before.
       if (frame.type === "snapshot") run = frame.runs.find((each) => each.id === runId) || null;
       if (!run) return;
+      version = run.version;
       if (run.state) show(run.state, run.state_revision);
       if (phase) {
         phase.textContent = run.phase;

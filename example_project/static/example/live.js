@@ -1,10 +1,12 @@
 // A small client of django-weft's live socket (docs/live.md), shared by the example's pages.
 // It keeps the runs the server sends by id, resends a start with the same request id, and
-// calls back when anything changes. It lives through outages: state.live is false while
-// changes do not arrive (the server said {"type": "live", "ok": false}, or the socket is
-// closed); every snapshot replaces the runs it knew; a socket that closes (a server
-// restart, the network) is opened again after a capped, jittered back-off, subscribing
-// again and resending the starts not answered yet (their request ids make that safe).
+// calls back when anything changes. Of each run it keeps the frame with the highest
+// version, and the output with the highest revision. It lives through outages: state.live
+// is false while changes do not arrive (the server said {"type": "live", "ok": false}, or
+// the socket is closed); every snapshot replaces the runs it knew; a socket that closes (a
+// server restart, the network) is opened again after a capped, jittered back-off,
+// subscribing again and resending the starts not answered yet (their request ids make
+// that safe).
 const REFUSED = 4403; // signed out: reconnecting would be refused again
 const RETRY_FIRST_MS = 500;
 const RETRY_CAP_MS = 15000;
@@ -58,14 +60,17 @@ export function connectLive({ documents = [], onChange, onError }) {
         break;
       case "run":
       case "started": {
+        if (frame.type === "started") pending.delete(frame.request_id);
         const known = state.runs.get(frame.run.id);
+        // Frames of one run can come out of order (two processes publish it, each as it
+        // read it): one older than what is known is dropped.
+        if (known && frame.run.version < known.version) break;
         const run = { ...known, ...frame.run };
         if (known?.state && (frame.run.state_revision ?? -1) < (known.state_revision ?? -1)) {
           // A state frame already brought newer output than this run frame carries.
           Object.assign(run, { state: known.state, state_revision: known.state_revision });
         }
         state.runs.set(frame.run.id, run);
-        if (frame.type === "started") pending.delete(frame.request_id);
         break;
       }
       case "state": {
