@@ -61,7 +61,7 @@ def backward(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_weft", "0012_task_runs"),
+        ("django_weft", "0013_claim_order"),
     ]
 
     operations = [
