@@ -153,7 +153,7 @@ def _run(command: list[str], what: str, *, log: Path | None = None) -> str:
     return done.stdout
 
 
-def _wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -325,7 +325,7 @@ class RedisServer:
                 raise ServerSetupError(f"redis-server exited with {process.returncode}:\n{tail}")
             return self.ping()
 
-        _wait_until(answers, f"redis-server to answer on port {self.port}")
+        wait_until(answers, f"redis-server to answer on port {self.port}")
 
     def stop(self) -> None:
         """Shut the server down and wait for it; clients' connections drop."""
