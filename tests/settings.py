@@ -7,6 +7,7 @@ subprocesses share the test database.
 
 import os
 from pathlib import Path
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent
 SECRET_KEY = "tests-only-not-secret"
@@ -59,6 +60,7 @@ DATABASE_VENDOR = os.environ.get("WEFT_TEST_DATABASE", "sqlite")
 #: Set by tests that start ``runjobs`` subprocesses: the test database they must use.
 #: Test databases are named after the pid so that several suites can run at once.
 TEST_DATABASE_NAME = os.environ.get("WEFT_TEST_DATABASE_NAME", "")
+DATABASES: dict[str, dict[str, Any]]
 if DATABASE_VENDOR == "postgres":
     DATABASES = {
         "default": {

@@ -82,7 +82,8 @@ def _listen_problems() -> list[CheckMessage]:
         return [
             Error(
                 f"WEFT_LISTEN_DATABASE = {alias!r} is a {engine} database: LISTEN needs a "
-                f"PostgreSQL connection to the workers' database (DATABASES[{DEFAULT_DB_ALIAS!r}]).",
+                "PostgreSQL connection to the workers' database "
+                f"(DATABASES[{DEFAULT_DB_ALIAS!r}]).",
                 hint="Name an alias that connects to the same PostgreSQL database directly, "
                 "or None to poll.",
                 id="django_weft.E016",

@@ -31,6 +31,7 @@ from pathlib import Path
 import psycopg
 
 from tests.example_server import free_port
+from tests.patience import EVENTUALLY
 from tests.processes import dies_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,7 +154,7 @@ def _run(command: list[str], what: str, *, log: Path | None = None) -> str:
     return done.stdout
 
 
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = EVENTUALLY) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:

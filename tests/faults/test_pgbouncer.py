@@ -24,6 +24,7 @@ from django_weft.operations import start
 from tests.faults.conftest import database_name, lock_holder
 from tests.faults.pgbouncer import PgBouncer
 from tests.faults.servers import PostgresCluster
+from tests.patience import EVENTUALLY
 from tests.processes import Runjobs, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,8 +32,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 #: Longer than any test here: a worker that claims did so because it was woken.
 NO_POLLING = "3600"
 LISTENING = "listening for wake-ups on database 'direct'"
-#: A deadline for events, never a bound on how long they take (the machine may be busy).
-EVENTUALLY = 120
 
 
 def pooled_env(pgbouncer: PgBouncer, postgres: PostgresCluster, **extra: str) -> dict[str, str]:
@@ -75,9 +74,10 @@ def test_pgbouncer_wakeups_arrive_on_the_direct_connection(
         batch = [start(job, {"seconds": 0.05}) for _ in range(15)]
         runs += batch
         wait_for(
-            lambda batch=batch: Run.objects.filter(pk__in=[r.pk for r in batch], status="done")
-            .count()
-            == len(batch),
+            lambda batch=batch: (
+                Run.objects.filter(pk__in=[r.pk for r in batch], status="done").count()
+                == len(batch)
+            ),
             timeout=EVENTUALLY,
             what="a woken worker to claim and finish the batch",
         )
