@@ -344,11 +344,28 @@ def gated(ctx: RunContext, fail: bool) -> None:
     """Runs until the test opens its gate (:func:`open_gate`), then passes or fails: a run
     that stays ``running`` for as long as a test needs to see it so, however busy the
     machine, instead of for a number of seconds a slow browser may miss."""
+    wait_for_the_gate(ctx)
+    if fail:
+        raise RuntimeError("the gate opened onto a failure")
+
+
+def wait_for_the_gate(ctx: RunContext) -> None:
+    """Sleep (hearing aborts) until the test opens this run's gate."""
     gate = Document.objects.filter(key=gate_key(ctx.run_id))
     while not gate.exists():
         ctx.sleep(0.05)
-    if fail:
-        raise RuntimeError("the gate opened onto a failure")
+
+
+@job("tests.watched_gate")
+def watched_gate(ctx: RunContext) -> None:
+    """Runs until its gate opens; its finish hook counts finishes per run, as
+    tests.watched_sleep's does."""
+    wait_for_the_gate(ctx)
+
+
+@watched_gate.finish
+def watched_gate_finished(outcome: Outcome, tx: FinishContext) -> None:
+    watched_sleep_finished(outcome, tx)
 
 
 #: A NUL character, made where a job makes it: args holding one are refused at start.
