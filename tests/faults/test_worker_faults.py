@@ -9,7 +9,6 @@ may stay running, be lost without cause or fire twice.
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -133,7 +132,9 @@ def test_sigstop_past_lost_after_then_sigcont(
     """A paused worker holding its liveness lock is alive however long it is silent; once
     its lock's connection is gone too its run is finished lost once by another; woken
     up, it discards its late outcome, registers again and works on."""
-    run = start(registry.get("tests.watched_sleep"), {"seconds": 2.5})
+    # Running until the test opens its gate: still running when the pause comes, however
+    # long the other worker takes to start on a busy machine.
+    run = start(registry.get("tests.watched_gate"))
     paused = start_runjobs("--no-schedules")
     wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the claim")
     first = Run.objects.get(pk=run.pk).worker_id
@@ -160,7 +161,7 @@ def test_sigstop_past_lost_after_then_sigcont(
         postgres.query("SELECT pg_terminate_backend(%s, 30000)", (lock_holder(postgres, first),))
         wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the paused worker's run")
         assert Run.objects.get(pk=run.pk).status == RunStatus.LOST
-        time.sleep(3)  # the run's own sleep is over by now: its outcome is late
+        open_gate(run.pk)  # it ends once woken: its outcome is late
     finally:
         paused.send_signal(signal.SIGCONT)
 
