@@ -15,6 +15,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.module_loading import import_string
 
 from django_weft.conf import weft_settings
+from django_weft.engine.connection_checks import connection_problems
 from django_weft.sandbox import containment
 from django_weft.sandbox.allowlist import REFUSED_MODULES, allowed_names, no_allow_list, refusal
 from django_weft.sandbox.protocol import MANDATORY_LAYERS, OPTIONAL_LAYERS
@@ -108,7 +109,7 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
         )
     messages += _check_live_settings()
     messages += _check_prune_settings()
-    messages += _check_liveness_settings()
+    messages += connection_problems()
     if not settings.USE_TZ:
         messages.append(
             Error(
@@ -174,34 +175,6 @@ def _check_prune_settings() -> list[CheckMessage]:
             Error(
                 f"WEFT_PRUNE_BATCH_SIZE must be a positive whole number, not {size!r}.",
                 id="django_weft.E011",
-            )
-        )
-    return messages
-
-
-def _check_liveness_settings() -> list[CheckMessage]:
-    """The worker's statement and lock timeouts (E013) and its liveness connection (E014)."""
-    messages: list[CheckMessage] = []
-    for name in ("WEFT_STATEMENT_TIMEOUT", "WEFT_LOCK_TIMEOUT"):
-        value = weft_settings.raw(name)
-        if value is None:
-            continue
-        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0.001:
-            messages.append(
-                Error(
-                    f"{name} must be a number of seconds of at least 0.001, or None to keep "
-                    f"the server's own setting, not {value!r}.",
-                    id="django_weft.E013",
-                )
-            )
-    alias = weft_settings.raw("WEFT_LIVENESS_DATABASE")
-    if alias is not None and (not isinstance(alias, str) or alias not in settings.DATABASES):
-        known = ", ".join(repr(name) for name in settings.DATABASES)
-        messages.append(
-            Error(
-                f"WEFT_LIVENESS_DATABASE must name a database of DATABASES ({known}), or be "
-                f"None to leave liveness to the heartbeat, not {alias!r}.",
-                id="django_weft.E014",
             )
         )
     return messages

@@ -93,6 +93,12 @@ class WeftSettings:
     """Alias in ``DATABASES`` whose settings open the connection that holds a worker's
     liveness lock on PostgreSQL; ``None`` leaves liveness to the heartbeat alone."""
 
+    LISTEN_DATABASE: Setting[str | None] = Setting("default")
+    """Alias in ``DATABASES`` whose settings open the connection a worker LISTENs on for
+    wake-ups (PostgreSQL): a direct connection to the same database when ``default`` goes
+    through a transaction-pooling proxy such as PgBouncer; ``None`` listens to nothing
+    (workers poll every ``WEFT_POLL_INTERVAL`` seconds)."""
+
     STATEMENT_TIMEOUT: Setting[float | None] = Setting(30.0)
     """Seconds any statement of the worker loop (finish hooks included) may run on
     PostgreSQL before it is cancelled; ``None`` keeps the server's ``statement_timeout``."""

@@ -11,12 +11,18 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
 
 from tests.example_server import free_port
+from tests.patience import EVENTUALLY
 from tests.processes import port_is_open, runjobs, wait_for
+
+#: How long a page may take to show what a test waits for, in milliseconds: every
+#: ``expect()`` and every action of the browser tests waits up to :data:`EVENTUALLY`.
+EVENTUALLY_MS = round(EVENTUALLY * 1000)
 
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -63,9 +69,16 @@ def console_server(*, extra_env: dict[str, str] | None = None) -> Iterator[str]:
         process.stop(20)
 
 
+def new_page(browser: Browser, **context_options: Any) -> Page:
+    """A page in a new browser context whose actions wait up to :data:`EVENTUALLY_MS`."""
+    context = browser.new_context(**context_options)
+    context.set_default_timeout(EVENTUALLY_MS)
+    return context.new_page()
+
+
 def admin_page(browser: Browser, base: str, username: str, path: str, width: int = 1280) -> Page:
     """A new browser window ``width`` px wide, signed in to the admin, showing ``path``."""
-    page = browser.new_context(viewport={"width": width, "height": 900}).new_page()
+    page = new_page(browser, viewport={"width": width, "height": 900})
     page.goto(f"{base}/admin/login/?next={path}")
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", username)
@@ -83,6 +96,7 @@ def overflowing(page: Page) -> list[str]:
 def browser() -> Iterator[Browser]:
     """Debian's chromium, headless, shared by a module's browser tests (see the conftest.py
     files of tests/browser and tests/faults, which offer it)."""
+    expect.set_options(timeout=EVENTUALLY_MS)
     with sync_playwright() as playwright:
         launched = chromium(playwright)
         yield launched

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.patience import EVENTUALLY
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -61,7 +63,7 @@ def example_server(database: Path, *, extra_env: dict[str, str] | None = None) -
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + EVENTUALLY
         while True:
             try:
                 urllib.request.urlopen(f"{base}/accounts/login/", timeout=1).close()

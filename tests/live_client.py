@@ -18,6 +18,7 @@ from django.test import Client
 from websockets.sync.client import ClientConnection, connect
 
 from django_weft.sockets.consumers import RunsConsumer
+from tests.patience import EVENTUALLY
 from tests.processes import AsgiServer
 
 Frame = dict[str, Any]
@@ -36,12 +37,12 @@ class CommunicatorSocket:
             text_data=frame if isinstance(frame, str) else json.dumps(frame)
         )
 
-    async def next(self, timeout: float = 5) -> Frame:
+    async def next(self, timeout: float = EVENTUALLY) -> Frame:
         frame: Frame = await self.communicator.receive_json_from(timeout=timeout)
         self.seen.append(frame)
         return frame
 
-    async def until(self, match: Callable[[Frame], bool], timeout: float = 10) -> Frame:
+    async def until(self, match: Callable[[Frame], bool], timeout: float = EVENTUALLY) -> Frame:
         while True:
             frame = await self.next(timeout)
             if match(frame):
@@ -55,9 +56,9 @@ async def open_socket(opened: list[CommunicatorSocket], user: Any) -> Communicat
     """Connect a communicator as ``user``, past its snapshot; kept in ``opened`` to close."""
     communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
     communicator.scope["user"] = user
-    connected, _ = await communicator.connect(timeout=5)
+    connected, _ = await communicator.connect(timeout=EVENTUALLY)
     assert connected
-    snapshot: Frame = await communicator.receive_json_from(timeout=5)
+    snapshot: Frame = await communicator.receive_json_from(timeout=EVENTUALLY)
     assert snapshot["type"] == "snapshot"
     socket = CommunicatorSocket(communicator, snapshot)
     opened.append(socket)
@@ -81,12 +82,12 @@ class LiveSocket:
     def send(self, frame: Frame) -> None:
         self.connection.send(json.dumps(frame))
 
-    def next(self, timeout: float = 15) -> Frame:
+    def next(self, timeout: float = EVENTUALLY) -> Frame:
         frame: Frame = json.loads(self.connection.recv(timeout=timeout))
         self.seen.append(frame)
         return frame
 
-    def until(self, match: Callable[[Frame], bool], timeout: float = 15) -> Frame:
+    def until(self, match: Callable[[Frame], bool], timeout: float = EVENTUALLY) -> Frame:
         """The first frame from now on that ``match`` accepts; fails after ``timeout``."""
         deadline = time.monotonic() + timeout
         while True:
@@ -104,6 +105,6 @@ def open_live(server: AsgiServer, user: Any) -> Iterator[LiveSocket]:
     with connect(
         server.url("/ws/weft/runs/", scheme="ws"),
         additional_headers={"Cookie": session_cookie(user)},
-        open_timeout=15,
+        open_timeout=EVENTUALLY,
     ) as connection:
         yield LiveSocket(connection)

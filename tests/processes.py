@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.example_server import free_port
+from tests.patience import EVENTUALLY
 
 ROOT = Path(__file__).resolve().parent.parent
 REDIS_LAYER = "channels_redis.core.RedisChannelLayer"
@@ -180,7 +181,7 @@ def port_is_open(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def wait_for(condition, timeout: float = 30.0, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
+def wait_for(condition, timeout: float = EVENTUALLY, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
     """Poll ``condition`` until it holds; fail the test after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not condition():

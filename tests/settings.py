@@ -7,6 +7,7 @@ subprocesses share the test database.
 
 import os
 from pathlib import Path
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent
 SECRET_KEY = "tests-only-not-secret"
@@ -59,6 +60,7 @@ DATABASE_VENDOR = os.environ.get("WEFT_TEST_DATABASE", "sqlite")
 #: Set by tests that start ``runjobs`` subprocesses: the test database they must use.
 #: Test databases are named after the pid so that several suites can run at once.
 TEST_DATABASE_NAME = os.environ.get("WEFT_TEST_DATABASE_NAME", "")
+DATABASES: dict[str, dict[str, Any]]
 if DATABASE_VENDOR == "postgres":
     DATABASES = {
         "default": {
@@ -70,6 +72,18 @@ if DATABASE_VENDOR == "postgres":
             "TEST": {"NAME": TEST_DATABASE_NAME or f"test_weft_{os.getpid()}"},
         }
     }
+    #: Set by the PgBouncer fault tests: ``default`` then goes through a transaction pool
+    #: (no server-side cursors there), and alias ``direct`` reaches the server itself.
+    DIRECT_PORT = os.environ.get("WEFT_TEST_PG_DIRECT_PORT")
+    if DIRECT_PORT:
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+        DATABASES["direct"] = {
+            **DATABASES["default"],
+            "PORT": DIRECT_PORT,
+            "NAME": os.environ.get("WEFT_TEST_PG_DIRECT_NAME", DATABASES["default"]["NAME"]),
+            "DISABLE_SERVER_SIDE_CURSORS": False,
+            "TEST": {"MIRROR": "default"},
+        }
 elif DATABASE_VENDOR == "sqlite":
     DATABASES = {
         "default": {
@@ -121,6 +135,10 @@ WEFT_METRICS_TOKEN = "tests-only-metrics-token"
 WEFT_HEARTBEAT_INTERVAL = float(os.environ.get("WEFT_TEST_HEARTBEAT_INTERVAL", "5"))
 WEFT_LOST_AFTER = float(os.environ.get("WEFT_TEST_LOST_AFTER", "30"))
 WEFT_TIMEOUT_GRACE = float(os.environ.get("WEFT_TEST_TIMEOUT_GRACE", "30"))
+WEFT_POLL_INTERVAL = float(os.environ.get("WEFT_TEST_POLL_INTERVAL", "1"))
+# The PgBouncer fault tests LISTEN and hold liveness locks on alias "direct".
+WEFT_LISTEN_DATABASE = os.environ.get("WEFT_TEST_LISTEN_DATABASE", "default")
+WEFT_LIVENESS_DATABASE = os.environ.get("WEFT_TEST_LIVENESS_DATABASE", "default")
 
 LOGGING = {
     "version": 1,

@@ -34,6 +34,7 @@ from django_weft.sockets.consumers import RunsConsumer
 from django_weft.testing import DrivenClock
 from django_weft.timing import clocks
 from tests import sandbox_helpers  # noqa: F401  (registers the host function tests.add)
+from tests.patience import EVENTUALLY
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -150,13 +151,13 @@ async def _socket_frame(user: Any, frame: dict[str, Any]) -> dict[str, Any]:
     communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
     communicator.scope["user"] = user
     try:
-        connected, _ = await communicator.connect(timeout=10)
+        connected, _ = await communicator.connect(timeout=EVENTUALLY)
         assert connected
-        snapshot = await communicator.receive_json_from(timeout=10)
+        snapshot = await communicator.receive_json_from(timeout=EVENTUALLY)
         assert snapshot["type"] == "snapshot", snapshot
         await communicator.send_json_to(frame)
         while True:
-            reply: dict[str, Any] = await communicator.receive_json_from(timeout=10)
+            reply: dict[str, Any] = await communicator.receive_json_from(timeout=EVENTUALLY)
             if reply["type"] not in ("run", "state", "live"):
                 return reply
     finally:

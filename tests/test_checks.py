@@ -430,6 +430,64 @@ def test_checks_queue_executors_valid() -> None:
     assert weft_messages() == []
 
 
+# --- E015 / E016 the LISTEN connection ------------------------------------------------------
+
+POSTGRES = {"ENGINE": "django.db.backends.postgresql", "NAME": "weft"}
+SQLITE = {"ENGINE": "django.db.backends.sqlite3", "NAME": "weft.sqlite3"}
+
+
+def listen_messages(databases: dict[str, dict[str, str]], alias: str) -> list[Any]:
+    """The LISTEN checks' messages for made-up ``DATABASES`` (never connected to).
+
+    Django warns that overriding DATABASES does not reconnect: nothing connects here, the
+    settings check only reads them (other checks would open the made-up aliases, so this
+    one is called by itself).
+    """
+    with (
+        pytest.warns(UserWarning, match="Overriding setting DATABASES"),
+        override_settings(DATABASES=databases, WEFT_LISTEN_DATABASE=alias),
+    ):
+        messages = checks.check_settings()
+    return [m for m in messages if m.id in {"django_weft.E015", "django_weft.E016"}]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", ["direct", "", ["default"], 1])
+def test_checks_listen_database_unknown(value: object) -> None:
+    """E015: a WEFT_LISTEN_DATABASE that names no database of DATABASES is an error
+    naming the value and the aliases there are."""
+    with override_settings(WEFT_LISTEN_DATABASE=value):
+        (message,) = only("django_weft.E015")
+    assert repr(value) in message.msg
+    assert "'default'" in message.msg
+    assert "or be None" in message.msg
+
+
+@pytest.mark.django_db
+@override_settings(WEFT_LISTEN_DATABASE=None)
+def test_checks_listen_database_off() -> None:
+    """E015 is not raised for None: no LISTEN, the workers poll."""
+    assert weft_messages() == []
+
+
+def test_checks_listen_database_not_postgresql() -> None:
+    """E016: workers on PostgreSQL that would LISTEN on an alias of another engine get an
+    error naming the alias and its engine."""
+    (message,) = listen_messages({"default": POSTGRES, "direct": SQLITE}, "direct")
+    assert message.id == "django_weft.E016"
+    assert "'direct'" in message.msg
+    assert "django.db.backends.sqlite3" in message.msg
+
+
+def test_checks_listen_database_direct_postgresql() -> None:
+    """E016 is not raised for a PostgreSQL alias beside a pooled PostgreSQL default, nor
+    where the workers' database is not PostgreSQL (they never listen)."""
+    direct = {**POSTGRES, "PORT": "6432"}
+    assert listen_messages({"default": POSTGRES, "direct": direct}, "direct") == []
+    assert listen_messages({"default": SQLITE, "direct": POSTGRES}, "direct") == []
+    assert listen_messages({"default": SQLITE, "direct": SQLITE}, "direct") == []
+
+
 # --- W003 the API's pages without their files --------------------------------------------
 
 

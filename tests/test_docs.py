@@ -44,6 +44,7 @@ from django_weft.models import Run, RunStatus, Schedule
 from django_weft.operations import start
 from django_weft.testing import DrivenClock, Rehearsal
 from tests.example_server import free_port
+from tests.patience import EVENTUALLY
 from tests.processes import ChildProcess, dies_with_parent, port_is_open, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -319,12 +320,12 @@ def test_docs_live_asgi_serves_the_admin_css_under_runjobs_http(new_project: Pat
         wait_for(lambda: port_is_open(port) or server.poll() is not None, what="runjobs --http")
         assert server.poll() is None, server.finish()
         base = f"http://127.0.0.1:{port}"
-        with urllib.request.urlopen(f"{base}/admin/login/", timeout=10) as response:
+        with urllib.request.urlopen(f"{base}/admin/login/", timeout=EVENTUALLY) as response:
             page = response.read().decode()
         sheets = re.findall(r'<link rel="stylesheet" href="([^"]+)"', page)
         assert "/static/admin/css/base.css" in sheets, sheets
         for sheet in sheets:
-            with urllib.request.urlopen(f"{base}{sheet}", timeout=10) as response:
+            with urllib.request.urlopen(f"{base}{sheet}", timeout=EVENTUALLY) as response:
                 assert response.status == 200
                 assert response.headers["Content-Type"].startswith("text/css"), sheet
                 assert response.read(), sheet

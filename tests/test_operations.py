@@ -211,7 +211,7 @@ def test_abort_stops_a_running_run_at_its_next_sleep(running_worker: Worker) -> 
     run = start(registry.get("tests.watched_sleep"), {"seconds": 600})
     wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, what="the run")
     assert abort(run)
-    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the abort", timeout=10)
+    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the abort")
     assert Run.objects.get(pk=run.pk).status == RunStatus.ABORTED
     assert Document.objects.get(key=f"tests:finishes:{run.pk}").data["kinds"] == ["aborted"]
 

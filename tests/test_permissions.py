@@ -38,6 +38,7 @@ from django_weft.operations import open_document, start
 from django_weft.sandbox.modules import save_module
 from django_weft.sockets.consumers import RunsConsumer
 from django_weft.timing import clocks
+from tests.patience import EVENTUALLY
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -421,8 +422,8 @@ async def _socket(world: World, operation: str, user: Any) -> str:
     else:
         communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
         communicator.scope["user"] = user
-    await communicator.connect(timeout=10)
-    first = await communicator.receive_output(timeout=10)
+    await communicator.connect(timeout=EVENTUALLY)
+    first = await communicator.receive_output(timeout=EVENTUALLY)
     if first["type"] == "websocket.close":
         return "no"
     snapshot = json.loads(first["text"])
@@ -442,9 +443,9 @@ async def _socket(world: World, operation: str, user: Any) -> str:
             },
         }
         await communicator.send_json_to(frames[operation])
-        reply = await communicator.receive_json_from(timeout=10)
+        reply = await communicator.receive_json_from(timeout=EVENTUALLY)
         while reply["type"] in ("run", "state", "live"):
-            reply = await communicator.receive_json_from(timeout=10)
+            reply = await communicator.receive_json_from(timeout=EVENTUALLY)
         if operation in NO_ENDPOINT:
             # No such frame: it is answered with an error, and nothing is done.
             assert reply["type"] == "error"

@@ -43,7 +43,7 @@ from django_weft.engine.inflight import InFlight
 from django_weft.engine.intake import Intake
 from django_weft.engine.lookout import Lookout
 from django_weft.engine.membership import Membership
-from django_weft.engine.notify import Listener, can_listen
+from django_weft.engine.notify import Listener, listen_alias
 from django_weft.engine.options import WorkerOptions
 from django_weft.engine.outages import FAILED, Outage, Step
 from django_weft.engine.process_pool import ProcessPool
@@ -131,8 +131,9 @@ class Worker:
         """Register this process in the database and start listening for wake-ups."""
         self.statement_limits.install()
         process = self.membership.process or self.membership.register(self.clock.now())
-        if can_listen() and self._listener is None:
-            self._listener = Listener(self.lookout.on_notify)
+        alias = listen_alias()
+        if alias is not None and self._listener is None:
+            self._listener = Listener(alias, self.lookout.on_notify)
             self._listener.start()
         enabled = Schedule.objects.filter(enabled=True).count()
         logger.info(

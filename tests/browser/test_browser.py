@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, Request, expect
 
+from tests.browsers import new_page
 from tests.example_server import example_server
 
 
@@ -17,7 +18,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def signed_in(browser: Browser, server: str, username: str) -> Page:
-    page = browser.new_context().new_page()
+    page = new_page(browser)
     page.goto(f"{server}/accounts/login/?next=/shell/")
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", username)
@@ -41,7 +42,7 @@ def test_browser_owner_runs_a_command_and_watches_its_output(browser: Browser, s
     expect(row.locator(".phase")).to_have_text("running")
     expect(row.locator("pre.output")).to_contain_text("line 3")
     assert "line 40" not in row.locator("pre.output").inner_text(), "output arrived while running"
-    expect(row.locator(".phase")).to_have_text("done", timeout=15_000)
+    expect(row.locator(".phase")).to_have_text("done")
     expect(row.locator("pre.output")).to_contain_text("line 40")
     expect(page.locator("#entries")).to_contain_text("npm test: exit 0, 40 lines")
     expect(page.locator("#entries")).to_contain_text("notified: npm test")
@@ -58,7 +59,7 @@ def test_browser_guest_sees_runs_without_output(browser: Browser, server: str) -
     owner.click("#run-form button[type=submit]")
     row = run_row(guest, "make docs")
     expect(row.locator(".phase")).to_have_text("running")
-    expect(row.locator(".phase")).to_have_text("done", timeout=15_000)
+    expect(row.locator(".phase")).to_have_text("done")
     assert row.locator("pre.output").count() == 0, "a guest never sees output"
     assert row.locator("button.abort").count() == 0
     assert "line 1" not in guest.content()
@@ -74,14 +75,14 @@ def test_browser_owner_aborts_from_the_page(browser: Browser, server: str) -> No
     row = run_row(page, "tail -f log")
     expect(row.locator("pre.output")).to_contain_text("line 3")
     row.locator("button.abort").click()
-    expect(row.locator(".phase")).to_have_text("aborted", timeout=10_000)
+    expect(row.locator(".phase")).to_have_text("aborted")
     expect(page.locator("#entries")).to_contain_text("tail -f log: interrupted (aborted)")
     assert "line 5000" not in row.locator("pre.output").inner_text()
 
 
 def test_browser_admin_edits_cron_runs_now_and_aborts(browser: Browser, server: str) -> None:
     """An operator edits a cron (refused, then accepted), sees the next fires, runs and aborts."""
-    page = browser.new_context().new_page()
+    page = new_page(browser)
     page.goto(f"{server}/admin/login/?next=/admin/django_weft/schedule/")
     page.fill("input[name=username]", "admin")
     page.fill("input[name=password]", "admin")
@@ -113,7 +114,7 @@ def test_browser_admin_edits_cron_runs_now_and_aborts(browser: Browser, server: 
 
     page.goto(f"{server}/admin/django_weft/run/?status__exact=running")
     page.locator("#result_list tbody tr", has_text="shell.run").locator("th a").click()
-    expect(page.locator("pre.weft-terminal")).to_contain_text("line 30", timeout=10_000)
+    expect(page.locator("pre.weft-terminal")).to_contain_text("line 30")
     page.go_back()
     page.locator("#result_list tbody tr", has_text="shell.run").locator(
         "input[type=checkbox]"
@@ -121,9 +122,7 @@ def test_browser_admin_edits_cron_runs_now_and_aborts(browser: Browser, server: 
     page.select_option("select[name=action]", "abort_action")
     page.click("button[name=index]")
     expect(page.locator(".messagelist")).to_contain_text("Abort requested for 1 run(s).")
-    expect(run_row(owner, "sleep forever").locator(".phase")).to_have_text(
-        "aborted", timeout=10_000
-    )
+    expect(run_row(owner, "sleep forever").locator(".phase")).to_have_text("aborted")
 
 
 #: How far (px) the output box of the shell page's run whose row shows ``command`` is
@@ -156,7 +155,7 @@ def test_browser_shell_output_follows_the_tail_unless_scrolled_up(
     row = run_row(page, "make check")
     box = row.locator("pre.output")
     try:
-        expect(box).to_contain_text("line 40", timeout=10_000)
+        expect(box).to_contain_text("line 40")
         assert box.evaluate("el => el.scrollHeight > el.clientHeight"), "the box overflows"
         expect(box).to_contain_text("line 60")
         assert distance_from_bottom(page, "make check") <= 4, "the newest line is in view"
@@ -165,18 +164,18 @@ def test_browser_shell_output_follows_the_tail_unless_scrolled_up(
         page.mouse.wheel(0, -300)
         page.wait_for_function(f"({FROM_BOTTOM})('make check') > 100")
         held = scrolled_from_top(page, "make check")
-        expect(box).to_contain_text("line 120", timeout=10_000)
+        expect(box).to_contain_text("line 120")
         assert scrolled_from_top(page, "make check") == pytest.approx(held, abs=2)
         assert distance_from_bottom(page, "make check") > 100, "still where the reader left it"
 
         page.mouse.wheel(0, 100_000)
         page.wait_for_function(f"({FROM_BOTTOM})('make check') <= 4")
-        expect(box).to_contain_text("line 160", timeout=10_000)
+        expect(box).to_contain_text("line 160")
         assert distance_from_bottom(page, "make check") <= 4, "following the tail again"
     finally:
         if row.locator("button.abort").count():
             row.locator("button.abort").click()
-        expect(row.locator(".phase")).to_have_text("aborted", timeout=10_000)
+        expect(row.locator(".phase")).to_have_text("aborted")
 
 
 @pytest.mark.parametrize(
@@ -201,7 +200,7 @@ def test_browser_api_docs_render_from_this_server_alone(
     requested: list[Request] = []
     page.on("request", lambda request: requested.append(request))
     page.goto(f"{server}{path}")
-    expect(page.locator(rendered).first).to_be_visible(timeout=20_000)
+    expect(page.locator(rendered).first).to_be_visible()
     page.wait_for_load_state("networkidle")  # a refused request has failed by then
     here = (f"{server}/", f"blob:{server}/", "data:")  # blob: and data: are the page's own
     elsewhere = [

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.browsers import new_page
 from tests.example_server import example_server, run_in_example
 
 #: A long error without a space to break it: it must not widen the list.
@@ -27,7 +28,7 @@ def server(database: Path) -> Iterator[str]:
 
 
 def admin_page(browser: Browser, server: str, path: str, width: int = 1400) -> Page:
-    page = browser.new_context(viewport={"width": width, "height": 900}).new_page()
+    page = new_page(browser, viewport={"width": width, "height": 900})
     page.goto(f"{server}/admin/login/?next={path}")
     page.fill("input[name=username]", "admin")
     page.fill("input[name=password]", "admin")

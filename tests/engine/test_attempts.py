@@ -19,7 +19,7 @@ from django.test import override_settings
 
 from django_weft.engine.executors import Executor, Slot, Task
 from django_weft.engine.finishing import AttemptReport, record_attempt
-from django_weft.engine.outages import Outage
+from django_weft.engine.outages import BACKOFF_CAP, BACKOFF_JITTER, Outage
 from django_weft.engine.worker import Worker
 from django_weft.jobs.registry import registry
 from django_weft.live.changes import Changes
@@ -34,6 +34,7 @@ from django_weft.models import (
 )
 from django_weft.operations import abort, start
 from django_weft.testing import DrivenClock, Rehearsal
+from tests.jobs import open_gate
 from tests.processes import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -234,7 +235,7 @@ def test_cancelled_error_caused_by_an_abort_ends_aborted(running_worker: Worker)
 def test_timeout_stops_a_run_that_checks(running_worker: Worker) -> None:
     """Past its timeout a run is asked to stop; one that stops has failed with Timeout."""
     run = start(registry.get("tests.slow"), {"seconds": 600})
-    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the timeout", timeout=15)
+    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="the timeout")
     failed = Run.objects.get(pk=run.pk)
     assert (failed.status, failed.error_type) == (RunStatus.FAILED, "Timeout")
     assert failed.error_message == "the run passed its timeout of 0.5s and was stopped"
@@ -259,15 +260,16 @@ def single_worker() -> Iterator[Worker]:
 def test_timeout_gives_up_on_a_run_that_ignores_it(single_worker: Worker) -> None:
     """A run that does not stop is finished lost after the grace; its slots are freed."""
     stubborn = registry.get("tests.stubborn")
-    run = start(stubborn, {"seconds": 4})
-    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="giving up", timeout=15)
+    run = start(stubborn, {"seconds": 3600})  # until the test opens its gate
+    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, what="giving up")
     lost = Run.objects.get(pk=run.pk)
     assert (lost.status, lost.error_type) == (RunStatus.LOST, "Timeout")
     assert "did not stop within 0.3s" in lost.error_message
     # Its concurrency slot (the job allows one unfinished run) and its thread are free.
     second = start(stubborn, {"seconds": 0})
     wait_for(lambda: Run.objects.get(pk=second.pk).status == RunStatus.DONE, what="the next run")
-    wait_for(lambda: not single_worker.in_flight, what="the abandoned run to end", timeout=15)
+    open_gate(run.pk)
+    wait_for(lambda: not single_worker.in_flight, what="the abandoned run to end")
     assert Run.objects.get(pk=run.pk).status == RunStatus.LOST, "its late outcome was discarded"
 
 
@@ -368,6 +370,16 @@ def test_run_threads_keep_their_connection_with_conn_max_age_zero(
         wait_for(lambda run=run: Run.objects.get(pk=run.pk).is_finished, what="the run")  # type: ignore[misc]
         seen.add(Run.objects.get(pk=run.pk).result)
     assert len(seen) <= running_worker.executor.concurrency
+
+
+def test_outage_backs_off_no_longer_than_its_cap() -> None:
+    """However long an outage lasts, the next attempt is never more than the cap (with its
+    jitter) away: a worker is busy again within seconds of the database coming back."""
+    outage = Outage(logging.getLogger("tests.outage"), monotonic=lambda: 0.0)
+    error = OperationalError("server closed the connection unexpectedly")
+    waits = [outage.failed("claim", error) for _ in range(50)]
+    assert max(waits) <= BACKOFF_CAP * (1 + BACKOFF_JITTER)
+    assert waits[-1] >= BACKOFF_CAP * (1 - BACKOFF_JITTER), "it does reach the cap"
 
 
 def test_outage_logs_once_per_streak(caplog: pytest.LogCaptureFixture) -> None:

@@ -20,6 +20,7 @@ from django.test import override_settings
 
 from django_weft.engine.liveness import lock_key
 from tests.browsers import browser  # noqa: F401  (the fixture, for the example outage test)
+from tests.faults.pgbouncer import PgBouncer
 from tests.faults.servers import FaultServers, PostgresCluster, RedisServer, fault_servers
 from tests.processes import REDIS_LAYER, AsgiServer, Runjobs, asgi_server, runjobs
 
@@ -106,6 +107,18 @@ def redis(servers: FaultServers) -> Iterator[RedisServer]:
     yield servers.redis
     if servers.redis.process is None:
         servers.redis.start()
+
+
+@pytest.fixture
+def pgbouncer(servers: FaultServers) -> Iterator[PgBouncer]:
+    """PgBouncer in transaction pooling in front of this session's cluster, for one test
+    (its server sessions would keep the test database from being dropped)."""
+    bouncer = PgBouncer(servers.directory, servers.postgres)
+    bouncer.start()
+    try:
+        yield bouncer
+    finally:
+        bouncer.stop()
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from pathlib import Path
 import psycopg
 
 from tests.example_server import free_port
+from tests.patience import EVENTUALLY
 from tests.processes import dies_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,7 +154,7 @@ def _run(command: list[str], what: str, *, log: Path | None = None) -> str:
     return done.stdout
 
 
-def _wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = EVENTUALLY) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -325,7 +326,7 @@ class RedisServer:
                 raise ServerSetupError(f"redis-server exited with {process.returncode}:\n{tail}")
             return self.ping()
 
-        _wait_until(answers, f"redis-server to answer on port {self.port}")
+        wait_until(answers, f"redis-server to answer on port {self.port}")
 
     def stop(self) -> None:
         """Shut the server down and wait for it; clients' connections drop."""

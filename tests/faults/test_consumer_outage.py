@@ -25,11 +25,12 @@ from django_weft.sockets.outages import CLOSE_RESYNC_FAILED
 from example_project.shell.jobs import shell
 from tests.faults.servers import PostgresCluster, RedisServer
 from tests.live_client import CommunicatorSocket, Frame, open_socket
+from tests.patience import EVENTUALLY
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 #: Long enough for the probe's back-off (5 s at most) and a loaded machine.
-RECOVERY = 20
+RECOVERY = EVENTUALLY
 
 
 def is_run(run_id: str, status: str | None = None) -> Callable[[Frame], bool]:

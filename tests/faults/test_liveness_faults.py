@@ -37,6 +37,7 @@ from django_weft.operations import start
 from tests.faults.conftest import FAST_HEARTBEAT, database_name, lock_holder
 from tests.faults.servers import PostgresCluster
 from tests.faults.test_worker_faults import finishes, reachable
+from tests.jobs import open_gate
 from tests.processes import Runjobs, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -450,9 +451,9 @@ def test_row_locks_on_running_runs_hold_back_only_those_runs(
     """Another transaction holds FOR UPDATE on three running runs past the lost-after
     window: both workers keep beating and claiming, queued runs are done meanwhile, and
     nobody is declared dead; once it commits the three outcomes are recorded once."""
-    job = registry.get("tests.watched_sleep")
-    held = [start(job, {"seconds": 3}) for _ in range(3)]
+    held = [start(registry.get("tests.watched_gate")) for _ in range(3)]
     held_ids = [run.pk for run in held]
+    job = registry.get("tests.watched_sleep")
     workers = [start_runjobs("--no-schedules", "--concurrency", "4") for _ in range(2)]
     wait_for(
         lambda: Run.objects.filter(pk__in=held_ids, status="running").count() == 3,
@@ -468,8 +469,10 @@ def test_row_locks_on_running_runs_hold_back_only_those_runs(
             "FOR UPDATE",
             (held_ids,),
         ).fetchall()
-        assert len(locked) == 3, "locked while running (their sleep is 3 s)"
+        assert len(locked) == 3, "locked while running (until their gates open)"
         locked_at = timezone.now()
+        for run_id in held_ids:
+            open_gate(run_id)  # they end now, and their outcomes wait for the lock
         queued = [start(job, {"seconds": 0}) for _ in range(6)]
         queued_ids = [run.pk for run in queued]
         wait_for(

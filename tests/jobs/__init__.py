@@ -18,6 +18,7 @@ from django_weft.jobs.outcomes import FinishContext, Outcome
 from django_weft.jobs.output import OutputBuffer
 from django_weft.jobs.registry import StateSpec, job
 from django_weft.jobs.retries import Retry
+from django_weft.models import Document
 
 
 @job("tests.broken")
@@ -236,12 +237,24 @@ def slow(ctx: RunContext, seconds: float) -> None:
     ctx.sleep(seconds)
 
 
+def gate_key(run_id: object) -> str:
+    """The document whose existence opens the gate of tests.gated (or stubborn) ``run_id``."""
+    return f"tests:gate:{run_id}"
+
+
+def open_gate(run_id: object) -> None:
+    """Let tests.gated (or stubborn) run ``run_id`` end: done, or failed if told to fail."""
+    Document.objects.create(key=gate_key(run_id), schema="tests.gate")
+
+
 @job("tests.stubborn", args=SleepArgs, timeout=0.3, concurrency=1)
 def stubborn(ctx: RunContext, seconds: float) -> str:
-    """Ignores its timeout (never sleeps or checks); at most one unfinished run."""
+    """Ignores its timeout (never sleeps or checks) for ``seconds``, or until its gate
+    opens (:func:`open_gate`); at most one unfinished run."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        time.sleep(0.01)
+    gate = Document.objects.filter(key=gate_key(ctx.run_id))
+    while time.monotonic() < deadline and not gate.exists():
+        time.sleep(0.05)
     return "finished after all"
 
 
@@ -322,6 +335,39 @@ def build(ctx: RunContext, steps: int, interval: float, fail: bool) -> dict[str,
         return {"steps": steps}
     finally:
         throttle.stop()
+
+
+class GateArgs(serializers.Serializer[Any]):
+    fail = serializers.BooleanField(default=False)
+
+
+@job("tests.gated", args=GateArgs)
+def gated(ctx: RunContext, fail: bool) -> None:
+    """Runs until the test opens its gate (:func:`open_gate`), then passes or fails: a run
+    that stays ``running`` for as long as a test needs to see it so, however busy the
+    machine, instead of for a number of seconds a slow browser may miss."""
+    wait_for_the_gate(ctx)
+    if fail:
+        raise RuntimeError("the gate opened onto a failure")
+
+
+def wait_for_the_gate(ctx: RunContext) -> None:
+    """Sleep (hearing aborts) until the test opens this run's gate."""
+    gate = Document.objects.filter(key=gate_key(ctx.run_id))
+    while not gate.exists():
+        ctx.sleep(0.05)
+
+
+@job("tests.watched_gate")
+def watched_gate(ctx: RunContext) -> None:
+    """Runs until its gate opens; its finish hook counts finishes per run, as
+    tests.watched_sleep's does."""
+    wait_for_the_gate(ctx)
+
+
+@watched_gate.finish
+def watched_gate_finished(outcome: Outcome, tx: FinishContext) -> None:
+    watched_sleep_finished(outcome, tx)
 
 
 #: A NUL character, made where a job makes it: args holding one are refused at start.

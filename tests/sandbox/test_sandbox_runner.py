@@ -160,17 +160,20 @@ def test_host_function_granted_but_unregistered(rehearsal: Rehearsal) -> None:
 
 def test_abort_kills_the_child(running_worker: Worker, settings: Any) -> None:
     """Aborting a run whose module loops kills its child at once: the run ends aborted
-    long before any limit."""
-    settings.WEFT_SANDBOX_CPU_SECONDS = 60
-    settings.WEFT_SANDBOX_WALL_SECONDS = 60.0
+    long before any limit (limits of an hour: only the abort can end it within the
+    test's deadline)."""
+    settings.WEFT_SANDBOX_CPU_SECONDS = 3600
+    settings.WEFT_SANDBOX_WALL_SECONDS = 3600.0
     store("def default():\n    while True:\n        pass\n", name="tests/loop")
     run = start(registry.get("weft.module"), {"module": "tests/loop"})
     wait_for(lambda: run.__class__.objects.get(pk=run.pk).status == RunStatus.RUNNING)
     time.sleep(0.5)
-    started = time.monotonic()
     abort(run)
-    wait_for(lambda: run.__class__.objects.get(pk=run.pk).status == RunStatus.ABORTED, 10)
-    assert time.monotonic() - started < 5
+    wait_for(
+        lambda: run.__class__.objects.get(pk=run.pk).status == RunStatus.ABORTED,
+        120,
+        what="the abort to kill the child",
+    )
 
 
 # -- the warm pool ----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from django_weft.models import Run, RunStatus
 from django_weft.operations import change_document, open_document, start
 from django_weft.sockets.consumers import RunsConsumer
 from tests.live_client import CommunicatorSocket, open_socket
+from tests.patience import EVENTUALLY
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -57,9 +58,9 @@ async def test_consumer_anonymous_gets_nothing_unless_allowed(
     """A signed-out visitor is refused; with WEFT_LIVE_ALLOW_ANONYMOUS it watches as a guest."""
     communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
     communicator.scope["user"] = AnonymousUser()
-    connected, _ = await communicator.connect(timeout=5)
+    connected, _ = await communicator.connect(timeout=EVENTUALLY)
     assert connected, "accepted, so that the close code reaches a browser"
-    closed = await communicator.receive_output(timeout=5)
+    closed = await communicator.receive_output(timeout=EVENTUALLY)
     assert closed == {"type": "websocket.close", "code": 4403}
     with override_settings(WEFT_LIVE_ALLOW_ANONYMOUS=True):
         socket = await open_socket(sockets, AnonymousUser())
@@ -77,9 +78,9 @@ async def test_consumer_refuses_a_deactivated_user_whatever_the_middleware(
     communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/")
     communicator.scope["user"] = owner
     with override_settings(WEFT_LIVE_ALLOW_ANONYMOUS=anonymous_allowed):
-        connected, _ = await communicator.connect(timeout=5)
+        connected, _ = await communicator.connect(timeout=EVENTUALLY)
         assert connected, "accepted, so that the close code reaches a browser"
-        closed = await communicator.receive_output(timeout=5)
+        closed = await communicator.receive_output(timeout=EVENTUALLY)
     assert closed == {"type": "websocket.close", "code": 4403}
 
 

@@ -30,6 +30,7 @@ from django_weft.sockets.consumers import RunsConsumer
 from django_weft.sockets.revocation import CLOSE_PERMISSION_LOST, CLOSE_SIGNED_OUT
 from django_weft.testing import flush_live
 from tests.live_client import CommunicatorSocket, Frame, open_socket
+from tests.patience import EVENTUALLY
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -37,7 +38,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 SOON = {"WEFT_LIVE_RECHECK_INTERVAL": 0.05}
 #: No periodic look during a test: only a frame can make the socket look again.
 NEVER = {"WEFT_LIVE_RECHECK_INTERVAL": 3600}
-DEADLINE = 20
+DEADLINE = EVENTUALLY
 
 
 @sync_to_async
@@ -103,9 +104,9 @@ class SignedIn:
         communicator = WebsocketCommunicator(
             AuthMiddlewareStack(RunsConsumer.as_asgi()), "/ws/weft/runs/", [(b"cookie", cookie)]
         )
-        connected, _ = await communicator.connect(timeout=5)
+        connected, _ = await communicator.connect(timeout=EVENTUALLY)
         assert connected
-        snapshot: Frame = await communicator.receive_json_from(timeout=5)
+        snapshot: Frame = await communicator.receive_json_from(timeout=EVENTUALLY)
         assert snapshot["type"] == "snapshot"
         assert snapshot["user"] == self.user.get_username(), "signed in by the cookie"
         socket = CommunicatorSocket(communicator, snapshot)

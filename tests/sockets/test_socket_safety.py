@@ -27,6 +27,7 @@ from django_weft.operations import open_document
 from django_weft.sockets.consumers import RunsConsumer
 from django_weft.sockets.frames import MAX_DEPTH
 from tests.live_client import CommunicatorSocket, open_socket
+from tests.patience import EVENTUALLY
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -56,8 +57,8 @@ async def handshake(user: Any, origin: str | None, scheme: str = "ws") -> dict[s
     communicator = WebsocketCommunicator(RunsConsumer.as_asgi(), "/ws/weft/runs/", headers)
     communicator.scope["user"] = user
     communicator.scope["scheme"] = scheme
-    await communicator.connect(timeout=5)
-    first: dict[str, Any] = await communicator.receive_output(timeout=5)
+    await communicator.connect(timeout=EVENTUALLY)
+    first: dict[str, Any] = await communicator.receive_output(timeout=EVENTUALLY)
     await communicator.disconnect()
     return first
 
