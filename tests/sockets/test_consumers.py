@@ -189,10 +189,13 @@ async def test_consumer_owner_sees_output_guest_sees_phase(
 
     done = await mine.until(lambda f: f["type"] == "run" and f["run"]["status"] == "done")
     assert done["run"]["state"]["output"] == "".join(f"line {n}\n" for n in range(1, 6))
+    # The output reaches the owner in state frames, or inside the run frame when the
+    # publisher coalesced them into one round (a busy machine makes rounds bigger):
+    # either way it only grows, and the last the owner holds is all of it.
     outputs = [
         f["state"]["output"] for f in mine.seen if f["type"] == "state" and f["run"] == run_id
-    ]
-    assert outputs, "the owner was sent the output as it grew"
+    ] + [done["run"]["state"]["output"]]
+    assert [o.count("\n") for o in outputs] == sorted(o.count("\n") for o in outputs)
     assert outputs[-1].count("\n") == 5
 
     finished = await theirs.until(
@@ -201,11 +204,13 @@ async def test_consumer_owner_sees_output_guest_sees_phase(
     phases = [
         f["run"]["phase"] for f in theirs.seen if f["type"] == "run" and f["run"]["id"] == run_id
     ]
-    # Each publish reads the run as it is when its transaction commits: a worker woken by
-    # the start may claim the run before the start's publish reads it, so "queued" can
-    # be skipped. The claim's own publish reads it before the run executes.
-    assert "running" in phases
-    assert set(phases) <= {"queued", "running", "done"}
+    # Each round of the publisher reads the run as it is then: changes close together
+    # are one frame with the latest, so "queued" and "running" may be skipped, but the
+    # phases only move forward and the last is "done".
+    order = ["queued", "running", "done"]
+    assert set(phases) <= set(order)
+    assert [order.index(p) for p in phases] == sorted(order.index(p) for p in phases)
+    assert phases[-1] == "done"
     assert not [f for f in theirs.seen if f["type"] == "state"], "a guest never gets output"
     assert set(finished["run"]) == set(projections.GUEST_RUN_KEYS)
     assert not set(finished["run"]) & {"state", "result", "error_message", "idempotency_key"}
