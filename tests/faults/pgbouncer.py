@@ -18,7 +18,13 @@ from pathlib import Path
 import psycopg
 
 from tests.example_server import free_port
-from tests.faults.servers import PostgresCluster, ServerSetupError, find_binary, wait_until
+from tests.faults.servers import (
+    PostgresCluster,
+    ServerSetupError,
+    find_binary,
+    stop_process,
+    wait_until,
+)
 
 PGBOUNCER_INSTALL = "Debian: apt-get install pgbouncer"
 
@@ -80,14 +86,8 @@ class PgBouncer:
     def stop(self) -> None:
         """Shut PgBouncer down (its clients' connections drop) and wait for it."""
         process, self.process = self.process, None
-        if process is None:
-            return
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            stop_process(process)
 
     def stats(self) -> dict[str, dict[str, object]]:
         """``SHOW STATS`` of the admin console: each database's counters by its name.

@@ -162,6 +162,16 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = EVENTU
         time.sleep(0.02)
 
 
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """Ask a server in the foreground to stop, give it 30 s to go, then kill it."""
+    process.terminate()
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def _stop_mode(mode: str) -> str:
     if mode not in STOP_MODES:
         raise ValueError(f"stop mode {mode!r} is not one of: {', '.join(STOP_MODES)}")
@@ -331,14 +341,8 @@ class RedisServer:
     def stop(self) -> None:
         """Shut the server down and wait for it; clients' connections drop."""
         process, self.process = self.process, None
-        if process is None:
-            return
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            stop_process(process)
 
     def ping(self) -> bool:
         try:
