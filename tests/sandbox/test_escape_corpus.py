@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import redis
 
+from django_weft.conf import WeftSettings
 from django_weft.models import Attempt, Run, RunStatus
 from django_weft.sandbox.protocol import OPTIONAL_LAYERS
 from django_weft.testing import Rehearsal
@@ -39,21 +40,9 @@ SUPPORTED_CONFIGURATIONS = {
     "landlock": tuple(name for name in OPTIONAL_LAYERS if name != "bubblewrap"),
 }
 
-#: Modules the escapes may import beyond the defaults: ``operator`` is what a project
-#: adds first, and its helpers were one of the ways out.
-IMPORTS = (
-    "math",
-    "json",
-    "datetime",
-    "re",
-    "decimal",
-    "statistics",
-    "itertools",
-    "functools",
-    "collections",
-    "string",
-    "operator",
-)
+#: The default modules and ``operator``: what a project adds first, and its helpers were
+#: one of the ways out.
+IMPORTS = (*WeftSettings.SANDBOX_IMPORTS.default, "operator")
 
 POSTGRES_SOCKET = "/var/run/postgresql/.s.PGSQL.5432"
 REDIS_URL = "redis://127.0.0.1:6379/0"
