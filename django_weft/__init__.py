@@ -8,8 +8,9 @@ and the package can be imported while the app registry is still loading.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from django_weft.lazy_exports import load_export
 
 __version__ = "0.2.0"
 
@@ -62,13 +63,7 @@ __all__ = ["__version__", *_HOMES]
 
 def __getattr__(name: str) -> Any:
     """Load a public name from its module on first use, and keep it for the next."""
-    try:
-        home = _HOMES[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+    return load_export(__name__, _HOMES, globals(), name)
 
 
 def __dir__() -> list[str]:

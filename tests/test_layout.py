@@ -40,6 +40,7 @@ FACE_ATTRIBUTES = frozenset({"__version__", "__file__"})
 LAYERS: dict[str, int] = {
     "conf": 0,
     "loading": 0,
+    "lazy_exports": 0,
     "exceptions": 0,
     "signals": 0,
     "tracing": 0,

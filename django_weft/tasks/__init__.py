@@ -12,6 +12,8 @@ import importlib
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
+from django_weft.lazy_exports import load_export
+
 _HOMES = {
     "WeftBackend": "django_weft.tasks.backend",
     "WeftTask": "django_weft.tasks.options",
@@ -23,13 +25,8 @@ __all__ = [*_HOMES, "framework_installed", "install"]
 
 
 def __getattr__(name: str) -> Any:
-    try:
-        home = _HOMES[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+    """Load a public name from its module on first use, and keep it for the next."""
+    return load_export(__name__, _HOMES, globals(), name)
 
 
 def framework_installed() -> bool:
