@@ -3,7 +3,9 @@ host functions, and a runner whose child breaks the protocol on purpose."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -163,8 +165,9 @@ WELL_BEHAVED_ANSWER = {
 
 def assert_well_behaved_runs(rehearsal: Rehearsal) -> None:
     """A well-behaved module still runs to its answer in the same worker."""
-    run = run_module(rehearsal, WELL_BEHAVED_SOURCE, name="tests/well-behaved")
-    assert (run.status, run.result) == (RunStatus.DONE, WELL_BEHAVED_ANSWER), run.error_message
+    assert_done(
+        run_module(rehearsal, WELL_BEHAVED_SOURCE, name="tests/well-behaved"), WELL_BEHAVED_ANSWER
+    )
 
 
 def assert_kept_secret(run: Run, secret: str) -> None:
@@ -221,6 +224,38 @@ def run_module(
     beside.refresh_from_db()
     assert beside.status == RunStatus.DONE, "the worker did not go on after the module's run"
     return run
+
+
+def run_rogue(
+    rehearsal: Rehearsal,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    behaviour: str,
+    *,
+    grants: list[str] | None = None,
+) -> Run:
+    """A trivial module's run (as :func:`run_module`) through a child taken over to do
+    ``behaviour`` (:class:`RogueRunner`)."""
+    settings.WEFT_SANDBOX_RUNNER = "tests.sandbox_helpers.RogueRunner"
+    monkeypatch.setattr(RogueRunner, "behaviour", behaviour)
+    return run_module(rehearsal, "def default():\n    return 1\n", grants=grants)
+
+
+def in_child(code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` (dedented) in a fresh ``python -I``, which can import django_weft's
+    sandbox modules: an audit hook or a kernel filter set there cannot harm this process."""
+    return subprocess.run(
+        [sys.executable, "-I", "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def assert_done(run: Run, result: Any) -> None:
+    """The run ended ``done`` with ``result``; else the assertion shows its error."""
+    assert (run.status, run.result) == (RunStatus.DONE, result), run.error_message
 
 
 def assert_failed(run: Run, error_type: str, *fragments: str) -> None:

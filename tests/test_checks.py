@@ -35,12 +35,6 @@ def only(check_id: str) -> list[Any]:
 
 
 @pytest.mark.django_db
-def test_checks_default_settings() -> None:
-    """The test settings (SQLite in IMMEDIATE mode, or PostgreSQL) report no weft message."""
-    assert weft_messages() == []
-
-
-@pytest.mark.django_db
 @override_settings()
 def test_checks_unset_settings() -> None:
     """With no WEFT_* setting at all, the defaults pass every check."""
@@ -50,125 +44,7 @@ def test_checks_unset_settings() -> None:
     assert weft_messages() == []
 
 
-# --- E001 WEFT_CLOCK -------------------------------------------------------------------------
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize(
-    ("value", "says"),
-    [
-        ("no.such.Clock", "cannot be imported"),
-        ("nodots", "cannot be imported"),
-        ("django_weft.models.Schedule", "not a subclass of django_weft.timing.clocks.Clock"),
-        (
-            "django_weft.timing.clocks.load_clock",
-            "not a subclass of django_weft.timing.clocks.Clock",
-        ),
-    ],
-)
-def test_checks_clock_invalid(value: str, says: str) -> None:
-    """E001: a WEFT_CLOCK that cannot be imported or is not a Clock is an error naming it."""
-    with override_settings(WEFT_CLOCK=value):
-        (message,) = only("django_weft.E001")
-    assert isinstance(message, Error)
-    assert "WEFT_CLOCK" in message.msg
-    assert repr(value) in message.msg
-    assert says in message.msg
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("value", [None, SystemClock, 5], ids=["none", "class", "int"])
-def test_checks_clock_not_a_string(value: object) -> None:
-    """E001: a WEFT_CLOCK that is not an import string is an error naming it, not a crash."""
-    with override_settings(WEFT_CLOCK=value):
-        (message,) = only("django_weft.E001")
-    assert "WEFT_CLOCK" in message.msg
-    assert repr(value) in message.msg
-    assert "import string" in message.msg
-
-
-@pytest.mark.django_db
-@override_settings(WEFT_CLOCK="django_weft.testing.DrivenClock")
-def test_checks_clock_driven() -> None:
-    """E001 is not raised for the driven clock, a Clock subclass."""
-    assert weft_messages() == []
-
-
-# --- E002 WEFT_EXECUTOR ----------------------------------------------------------------------
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize(
-    ("value", "says"),
-    [
-        ("no.such.Executor", "cannot be imported"),
-        (
-            "django_weft.timing.clocks.SystemClock",
-            "not a subclass of django_weft.engine.executors.Executor",
-        ),
-    ],
-)
-def test_checks_executor_invalid(value: str, says: str) -> None:
-    """E002: a WEFT_EXECUTOR that cannot be imported or is not an Executor is an error naming it."""
-    with override_settings(WEFT_EXECUTOR=value):
-        (message,) = only("django_weft.E002")
-    assert isinstance(message, Error)
-    assert "WEFT_EXECUTOR" in message.msg
-    assert repr(value) in message.msg
-    assert says in message.msg
-
-
-@pytest.mark.django_db
-@override_settings(WEFT_EXECUTOR=None)
-def test_checks_executor_not_a_string() -> None:
-    """E002: a WEFT_EXECUTOR that is not an import string is an error naming it, not a crash."""
-    (message,) = only("django_weft.E002")
-    assert "WEFT_EXECUTOR" in message.msg
-    assert "None" in message.msg
-
-
-# --- E003 WEFT_CONCURRENCY -------------------------------------------------------------------
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("value", [0, -2, "4", 2.5, True, None])
-def test_checks_concurrency_invalid(value: object) -> None:
-    """E003: a WEFT_CONCURRENCY that is not a positive integer is an error naming it."""
-    with override_settings(WEFT_CONCURRENCY=value):
-        (message,) = only("django_weft.E003")
-    assert "WEFT_CONCURRENCY" in message.msg
-    assert repr(value) in message.msg
-
-
-@pytest.mark.django_db
-@override_settings(WEFT_CONCURRENCY=1)
-def test_checks_concurrency_one() -> None:
-    """E003 is not raised for a concurrency of 1."""
-    assert weft_messages() == []
-
-
-# --- E004 WEFT_GRACE / WEFT_CATCH_UP_WINDOW ----------------------------------------------------
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("name", ["WEFT_GRACE", "WEFT_CATCH_UP_WINDOW"])
-@pytest.mark.parametrize("value", [timedelta(seconds=-1), 300, "5m", None])
-def test_checks_timedelta_invalid(name: str, value: object) -> None:
-    """E004: a grace or catch-up window that is not a timedelta >= 0 is an error naming it."""
-    with override_settings(**{name: value}):
-        (message,) = only("django_weft.E004")
-    assert name in message.msg
-    assert repr(value) in message.msg
-
-
-@pytest.mark.django_db
-@override_settings(WEFT_GRACE=timedelta(0), WEFT_CATCH_UP_WINDOW=timedelta(0))
-def test_checks_timedelta_zero() -> None:
-    """E004 is not raised for a zero grace or window (no lateness allowed)."""
-    assert weft_messages() == []
-
-
-# --- E005 seconds settings ---------------------------------------------------------------------
+# --- one setting refused, one id reported -------------------------------------------------
 
 SECONDS = [
     "WEFT_POLL_INTERVAL",
@@ -179,17 +55,139 @@ SECONDS = [
     "WEFT_TIMEOUT_GRACE",
     "WEFT_LIVE_RECHECK_INTERVAL",
 ]
+NOT_A_CLOCK = "not a subclass of django_weft.timing.clocks.Clock"
+NOT_AN_EXECUTOR = "not a subclass of django_weft.engine.executors.Executor"
+
+REFUSED: list[tuple[str, list[str], list[object], tuple[str, ...]]] = [
+    # (check id, the settings, values each of them refuses, what the message says besides)
+    # E001: a WEFT_CLOCK that cannot be imported, is not a Clock, or is no import string.
+    ("E001", ["WEFT_CLOCK"], ["no.such.Clock", "nodots"], ("cannot be imported",)),
+    ("E001", ["WEFT_CLOCK"], ["django_weft.models.Schedule"], (NOT_A_CLOCK,)),
+    ("E001", ["WEFT_CLOCK"], ["django_weft.timing.clocks.load_clock"], (NOT_A_CLOCK,)),
+    ("E001", ["WEFT_CLOCK"], [None, SystemClock, 5], ("import string",)),
+    # E002: likewise WEFT_EXECUTOR and Executor.
+    ("E002", ["WEFT_EXECUTOR"], ["no.such.Executor"], ("cannot be imported",)),
+    ("E002", ["WEFT_EXECUTOR"], ["django_weft.timing.clocks.SystemClock"], (NOT_AN_EXECUTOR,)),
+    ("E002", ["WEFT_EXECUTOR"], [None], ()),
+    # E003: a concurrency that is not a positive integer.
+    ("E003", ["WEFT_CONCURRENCY"], [0, -2, "4", 2.5, True, None], ()),
+    # E004: a grace or catch-up window that is not a timedelta >= 0.
+    (
+        "E004",
+        ["WEFT_GRACE", "WEFT_CATCH_UP_WINDOW"],
+        [timedelta(seconds=-1), 300, "5m", None],
+        (),
+    ),
+    # E005: a seconds setting that is not a positive number.
+    ("E005", SECONDS, [0, -1.5, "5", False, timedelta(seconds=5)], ()),
+    # E007: live-view sizes that are not whole numbers in range.
+    ("E007", ["WEFT_LIVE_RECENT_RUNS"], [-1, "20"], ()),
+    ("E007", ["WEFT_LIVE_MAX_FRAME"], [0], ()),
+    ("E007", ["WEFT_LIVE_SNAPSHOT_LIMIT"], [0, True], ()),
+    ("E007", ["WEFT_LIVE_MAX_SUBSCRIPTIONS"], [0, 2.5], ()),
+    # E008: a WEFT_DOCUMENT_ACCESS that is not an importable callable.
+    ("E008", ["WEFT_DOCUMENT_ACCESS"], ["no.such.policy"], ("cannot be imported",)),
+    (
+        "E008",
+        ["WEFT_DOCUMENT_ACCESS"],
+        ["django_weft.conf.weft_settings"],
+        ("not an import string of a callable",),
+    ),
+    ("E008", ["WEFT_DOCUMENT_ACCESS"], [None], ()),
+    # E010: a pruning age or interval that is not a positive timedelta.
+    (
+        "E010",
+        ["WEFT_PRUNE_AFTER", "WEFT_PRUNE_INTERVAL"],
+        [timedelta(0), timedelta(days=-1), 30, "30d"],
+        (),
+    ),
+    # E011: a prune batch size that is not a positive whole number.
+    ("E011", ["WEFT_PRUNE_BATCH_SIZE"], [0, -5, 2.5, "1000", True], ()),
+    # E013: a statement or lock timeout that is not at least a millisecond (or None).
+    (
+        "E013",
+        ["WEFT_STATEMENT_TIMEOUT", "WEFT_LOCK_TIMEOUT"],
+        [0, -1, 0.0001, "5", True, timedelta(seconds=5)],
+        ("or None",),
+    ),
+    # E014 / E015: a liveness or LISTEN alias that names no database of DATABASES, with
+    # the aliases there are.
+    ("E014", ["WEFT_LIVENESS_DATABASE"], ["replica", "", ["default"], 1], ("'default'",)),
+    (
+        "E015",
+        ["WEFT_LISTEN_DATABASE"],
+        ["direct", "", ["default"], 1],
+        ("'default'", "or be None"),
+    ),
+    # E060: WEFT_QUEUE_EXECUTORS must map queue names to "thread" or "process".
+    (
+        "E060",
+        ["WEFT_QUEUE_EXECUTORS"],
+        [["cpu"], {"cpu": "fork"}, {"cpu": None}, {1: "process"}, "process"],
+        ('WEFT_QUEUE_EXECUTORS must map queue names to "thread" or "process"',),
+    ),
+]
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("name", SECONDS)
-@pytest.mark.parametrize("value", [0, -1.5, "5", False, timedelta(seconds=5)])
-def test_checks_seconds_invalid(name: str, value: object) -> None:
-    """E005: a seconds setting that is not a positive number is an error naming it."""
+@pytest.mark.parametrize(
+    ("check_id", "name", "value", "says"),
+    [
+        pytest.param(check_id, name, value, says, id=f"{check_id}-{name}={value!r}")
+        for check_id, names, values, says in REFUSED
+        for name in names
+        for value in values
+    ],
+)
+def test_checks_setting_refused(
+    check_id: str, name: str, value: object, says: tuple[str, ...]
+) -> None:
+    """A setting of a value its check refuses is that check's error alone, naming the
+    setting and the value (and saying why or what would do, where the table says)."""
     with override_settings(**{name: value}):
-        (message,) = only("django_weft.E005")
+        (message,) = only(f"django_weft.{check_id}")
+    assert isinstance(message, Error)
     assert name in message.msg
     assert repr(value) in message.msg
+    for fragment in says:
+        assert fragment in message.msg
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        # The test settings (SQLite in IMMEDIATE mode, or PostgreSQL).
+        pytest.param({}, id="the-test-settings"),
+        # E001: the driven clock is a Clock subclass.
+        pytest.param({"WEFT_CLOCK": "django_weft.testing.DrivenClock"}, id="E001-driven-clock"),
+        pytest.param({"WEFT_CONCURRENCY": 1}, id="E003-concurrency-one"),
+        # E004: no lateness allowed.
+        pytest.param(
+            {"WEFT_GRACE": timedelta(0), "WEFT_CATCH_UP_WINDOW": timedelta(0)}, id="E004-zero"
+        ),
+        # E006: WEFT_LOST_AFTER just more than twice the heartbeat interval.
+        pytest.param(
+            {"WEFT_LOST_AFTER": 10.5, "WEFT_HEARTBEAT_INTERVAL": 5}, id="E006-just-enough"
+        ),
+        # E010: pruning may be off.
+        pytest.param({"WEFT_PRUNE_AFTER": None}, id="E010-pruning-off"),
+        # E013: None (the server's own setting) or half a second.
+        pytest.param(
+            {"WEFT_STATEMENT_TIMEOUT": None, "WEFT_LOCK_TIMEOUT": 0.5}, id="E013-off-or-short"
+        ),
+        # E014: liveness by the heartbeat alone.
+        pytest.param({"WEFT_LIVENESS_DATABASE": None}, id="E014-liveness-off"),
+        # E015: no LISTEN, the workers poll.
+        pytest.param({"WEFT_LISTEN_DATABASE": None}, id="E015-listen-off"),
+        # E060: queues mapped to either executor.
+        pytest.param({"WEFT_QUEUE_EXECUTORS": {"cpu": "process", "io": "thread"}}, id="E060-both"),
+    ],
+)
+def test_checks_settings_accepted(overrides: dict[str, object]) -> None:
+    """Values at the edge of what each check accepts report no weft message."""
+    with override_settings(**overrides):
+        assert weft_messages() == []
 
 
 # --- E006 WEFT_LOST_AFTER vs WEFT_HEARTBEAT_INTERVAL -------------------------------------------
@@ -205,13 +203,6 @@ def test_checks_lost_after_too_short(lost_after: float, heartbeat: float) -> Non
     assert "WEFT_HEARTBEAT_INTERVAL" in message.msg
     assert f"{float(lost_after)}s" in message.msg
     assert f"{float(heartbeat)}s" in message.msg
-
-
-@pytest.mark.django_db
-@override_settings(WEFT_LOST_AFTER=10.5, WEFT_HEARTBEAT_INTERVAL=5)
-def test_checks_lost_after_just_enough() -> None:
-    """E006 is not raised once WEFT_LOST_AFTER is more than twice the heartbeat interval."""
-    assert weft_messages() == []
 
 
 # --- W001 SQLite without IMMEDIATE transactions ----------------------------------------------
@@ -283,45 +274,7 @@ def test_checks_sqlite_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     assert '"default"' in message.msg
 
 
-# --- E007 / E008 live settings ---------------------------------------------------------------
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize(
-    ("name", "value"),
-    [
-        ("WEFT_LIVE_RECENT_RUNS", -1),
-        ("WEFT_LIVE_RECENT_RUNS", "20"),
-        ("WEFT_LIVE_MAX_FRAME", 0),
-        ("WEFT_LIVE_SNAPSHOT_LIMIT", 0),
-        ("WEFT_LIVE_SNAPSHOT_LIMIT", True),
-        ("WEFT_LIVE_MAX_SUBSCRIPTIONS", 0),
-        ("WEFT_LIVE_MAX_SUBSCRIPTIONS", 2.5),
-    ],
-)
-def test_checks_live_numbers_invalid(name: str, value: object) -> None:
-    """E007: live-view sizes that are not whole numbers in range are errors naming them."""
-    with override_settings(**{name: value}):
-        (message,) = only("django_weft.E007")
-    assert name in message.msg
-    assert repr(value) in message.msg
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize(
-    ("value", "says"),
-    [
-        ("no.such.policy", "cannot be imported"),
-        ("django_weft.conf.weft_settings", "not an import string of a callable"),
-        (None, "None"),
-    ],
-)
-def test_checks_document_access_invalid(value: object, says: str) -> None:
-    """E008: a WEFT_DOCUMENT_ACCESS that is not an importable callable is an error naming it."""
-    with override_settings(WEFT_DOCUMENT_ACCESS=value):
-        (message,) = only("django_weft.E008")
-    assert "WEFT_DOCUMENT_ACCESS" in message.msg
-    assert says in message.msg
+# --- E009 USE_TZ ---------------------------------------------------------------
 
 
 @pytest.mark.django_db
@@ -332,105 +285,19 @@ def test_checks_use_tz_off() -> None:
     assert "USE_TZ" in message.msg
 
 
-# --- E010 / E011 pruning ----------------------------------------------------------------------
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("name", ["WEFT_PRUNE_AFTER", "WEFT_PRUNE_INTERVAL"])
-@pytest.mark.parametrize("value", [timedelta(0), timedelta(days=-1), 30, "30d"])
-def test_checks_prune_durations_invalid(name: str, value: object) -> None:
-    """E010: a pruning age or interval that is not a positive timedelta is an error naming it."""
-    with override_settings(**{name: value}):
-        (message,) = only("django_weft.E010")
-    assert name in message.msg
-    assert repr(value) in message.msg
+# --- E010 pruning ----------------------------------------------------------------------
 
 
 @pytest.mark.django_db
 def test_checks_prune_interval_is_not_optional() -> None:
-    """E010: pruning may be off (WEFT_PRUNE_AFTER = None), its interval may not be None."""
-    with override_settings(WEFT_PRUNE_AFTER=None):
-        assert weft_messages() == []
+    """E010: pruning may be off (WEFT_PRUNE_AFTER = None, accepted above), its interval
+    may not be None."""
     with override_settings(WEFT_PRUNE_INTERVAL=None):
         (message,) = only("django_weft.E010")
     assert "WEFT_PRUNE_INTERVAL must be a positive timedelta, not None" in message.msg
 
 
-@pytest.mark.django_db
-@pytest.mark.parametrize("value", [0, -5, 2.5, "1000", True])
-def test_checks_prune_batch_size_invalid(value: object) -> None:
-    """E011: a batch size that is not a positive whole number is an error naming it."""
-    with override_settings(WEFT_PRUNE_BATCH_SIZE=value):
-        (message,) = only("django_weft.E011")
-    assert "WEFT_PRUNE_BATCH_SIZE" in message.msg
-    assert repr(value) in message.msg
-
-
-# --- E013 / E014 the worker's timeouts and liveness connection --------------------------------
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("name", ["WEFT_STATEMENT_TIMEOUT", "WEFT_LOCK_TIMEOUT"])
-@pytest.mark.parametrize("value", [0, -1, 0.0001, "5", True, timedelta(seconds=5)])
-def test_checks_worker_timeout_invalid(name: str, value: object) -> None:
-    """E013: a statement or lock timeout that is not at least a millisecond (or None) is an
-    error naming the setting and the value."""
-    with override_settings(**{name: value}):
-        (message,) = only("django_weft.E013")
-    assert name in message.msg
-    assert repr(value) in message.msg
-    assert "or None" in message.msg
-
-
-@pytest.mark.django_db
-@override_settings(WEFT_STATEMENT_TIMEOUT=None, WEFT_LOCK_TIMEOUT=0.5)
-def test_checks_worker_timeouts_off_or_short() -> None:
-    """E013 is not raised for None (the server's own setting) or half a second."""
-    assert weft_messages() == []
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("value", ["replica", "", ["default"], 1])
-def test_checks_liveness_database_unknown(value: object) -> None:
-    """E014: a WEFT_LIVENESS_DATABASE that names no database of DATABASES is an error
-    naming the value and the aliases there are."""
-    with override_settings(WEFT_LIVENESS_DATABASE=value):
-        (message,) = only("django_weft.E014")
-    assert repr(value) in message.msg
-    assert "'default'" in message.msg
-
-
-@pytest.mark.django_db
-@override_settings(WEFT_LIVENESS_DATABASE=None)
-def test_checks_liveness_database_off() -> None:
-    """E014 is not raised for None: liveness by the heartbeat alone."""
-    assert weft_messages() == []
-
-
-# --- E060 where each queue's runs execute ------------------------------------------------------
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize(
-    "value", [["cpu"], {"cpu": "fork"}, {"cpu": None}, {1: "process"}, "process"]
-)
-def test_checks_queue_executors_invalid(value: object) -> None:
-    """E060: WEFT_QUEUE_EXECUTORS must map queue names to "thread" or "process"; the
-    message names the setting, the accepted values and the value."""
-    with override_settings(WEFT_QUEUE_EXECUTORS=value):
-        (message,) = only("django_weft.E060")
-    assert 'WEFT_QUEUE_EXECUTORS must map queue names to "thread" or "process"' in message.msg
-    assert repr(value) in message.msg
-
-
-@pytest.mark.django_db
-@override_settings(WEFT_QUEUE_EXECUTORS={"cpu": "process", "io": "thread"})
-def test_checks_queue_executors_valid() -> None:
-    """E060 is not raised for queues mapped to either executor."""
-    assert weft_messages() == []
-
-
-# --- E015 / E016 the LISTEN connection ------------------------------------------------------
+# --- E016 the LISTEN connection ------------------------------------------------------
 
 POSTGRES = {"ENGINE": "django.db.backends.postgresql", "NAME": "weft"}
 SQLITE = {"ENGINE": "django.db.backends.sqlite3", "NAME": "weft.sqlite3"}
@@ -449,25 +316,6 @@ def listen_messages(databases: dict[str, dict[str, str]], alias: str) -> list[An
     ):
         messages = checks.check_settings()
     return [m for m in messages if m.id in {"django_weft.E015", "django_weft.E016"}]
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("value", ["direct", "", ["default"], 1])
-def test_checks_listen_database_unknown(value: object) -> None:
-    """E015: a WEFT_LISTEN_DATABASE that names no database of DATABASES is an error
-    naming the value and the aliases there are."""
-    with override_settings(WEFT_LISTEN_DATABASE=value):
-        (message,) = only("django_weft.E015")
-    assert repr(value) in message.msg
-    assert "'default'" in message.msg
-    assert "or be None" in message.msg
-
-
-@pytest.mark.django_db
-@override_settings(WEFT_LISTEN_DATABASE=None)
-def test_checks_listen_database_off() -> None:
-    """E015 is not raised for None: no LISTEN, the workers poll."""
-    assert weft_messages() == []
 
 
 def test_checks_listen_database_not_postgresql() -> None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -80,6 +81,22 @@ def in_thread(work: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]
     thread = threading.Thread(target=run)
     thread.start()
     return thread, answer
+
+
+def blocked_in_thread(
+    postgres: PostgresCluster, work: Callable[[], Any], what: str
+) -> tuple[threading.Thread, dict[str, Any]]:
+    """``work`` started as :func:`in_thread` does, once it waits for a lock someone holds."""
+    thread, answer = in_thread(work)
+    wait_for(lambda: waiting_for_a_lock(postgres), PATIENCE, what)
+    return thread, answer
+
+
+def worker_row(last_beat: datetime) -> WorkerProcess:
+    """A worker's row, started and last beating at ``last_beat``, with no process behind it."""
+    return WorkerProcess.objects.create(
+        hostname="h", pid=1, started_at=last_beat, last_beat=last_beat
+    )
 
 
 # -- the rule, in this process ------------------------------------------------------------------
@@ -160,11 +177,20 @@ def claimed(job_name: str, worker: WorkerProcess) -> tuple[Execution, AttemptRep
     return execution, report_of(execution, RunStatus.DONE)
 
 
-def locker_on(postgres: PostgresCluster) -> psycopg.Connection[Any]:
-    """Another client's connection to the test database, in a transaction of its own."""
-    return psycopg.connect(
+@contextmanager
+def rows_locked(
+    postgres: PostgresCluster, table: str, where: str, params: tuple[object, ...]
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The ids of ``table``'s rows matching ``where``, held ``FOR UPDATE`` by another
+    client's transaction until the block ends, however it ends."""
+    locker = psycopg.connect(
         host="127.0.0.1", port=postgres.port, user=postgres.user, dbname=database_name()
     )
+    try:
+        yield locker.execute(f"SELECT id FROM {table} WHERE {where} FOR UPDATE", params).fetchall()
+    finally:
+        locker.commit()
+        locker.close()
 
 
 def test_a_run_row_locked_elsewhere_holds_back_its_report_without_waiting(
@@ -173,8 +199,7 @@ def test_a_run_row_locked_elsewhere_holds_back_its_report_without_waiting(
     """With no lock timeout at all, recording does not wait for a run row another
     transaction holds: that report is held back, the others are recorded, and it is
     recorded once the row is free."""
-    now = timezone.now()
-    worker = WorkerProcess.objects.create(hostname="h", pid=1, started_at=now, last_beat=now)
+    worker = worker_row(timezone.now())
     (locked, locked_report), (free, free_report) = (
         claimed("tests.noop", worker),
         claimed("tests.noop", worker),
@@ -182,11 +207,7 @@ def test_a_run_row_locked_elsewhere_holds_back_its_report_without_waiting(
     reports = Reports()
     reports.deliver(locked, locked_report)
     reports.deliver(free, free_report)
-    locker = locker_on(postgres)
-    try:
-        locker.execute(
-            f"SELECT id FROM {Run._meta.db_table} WHERE id = %s FOR UPDATE", (locked.run.pk,)
-        )
+    with rows_locked(postgres, Run._meta.db_table, "id = %s", (locked.run.pk,)):
         thread, answer = in_thread(lambda: reports.record(timezone.now(), Changes()))
         thread.join(PATIENCE)
         assert not thread.is_alive(), "recording waited for the locked row"
@@ -194,9 +215,6 @@ def test_a_run_row_locked_elsewhere_holds_back_its_report_without_waiting(
         assert Run.objects.get(pk=free.run.pk).status == RunStatus.DONE
         assert Run.objects.get(pk=locked.run.pk).status == RunStatus.RUNNING
         assert (len(reports), reports.ready()) == (1, False)
-    finally:
-        locker.rollback()
-        locker.close()
     assert reports.record(timezone.now(), Changes()) is not None
     assert Run.objects.get(pk=locked.run.pk).status == RunStatus.DONE
     assert (len(reports), reports.ready()) == (0, False)
@@ -208,8 +226,7 @@ def test_a_finish_hook_waiting_past_the_lock_timeout_delays_only_its_run(
     """A hook whose document row is locked elsewhere gives up after WEFT_LOCK_TIMEOUT:
     its finish is rolled back and held back, the round's other reports are recorded, and
     once the row is free the hook commits once."""
-    now = timezone.now()
-    worker = WorkerProcess.objects.create(hostname="h", pid=1, started_at=now, last_beat=now)
+    worker = worker_row(timezone.now())
     hooked, hooked_report = claimed("tests.watched_sleep", worker)
     plain, plain_report = claimed("tests.noop", worker)
     key = f"tests:finishes:{hooked.run.pk}"
@@ -217,11 +234,7 @@ def test_a_finish_hook_waiting_past_the_lock_timeout_delays_only_its_run(
     reports = Reports()
     reports.deliver(hooked, hooked_report)
     reports.deliver(plain, plain_report)
-    locker = locker_on(postgres)
-    try:
-        locker.execute(
-            f"SELECT id FROM {Document._meta.db_table} WHERE key = %s FOR UPDATE", (key,)
-        )
+    with rows_locked(postgres, Document._meta.db_table, "key = %s", (key,)):
         with override_settings(WEFT_LOCK_TIMEOUT=0.2), connection.cursor() as cursor:
             limit_session(cursor)
         recorded = reports.record(timezone.now(), Changes())
@@ -230,9 +243,6 @@ def test_a_finish_hook_waiting_past_the_lock_timeout_delays_only_its_run(
         assert Run.objects.get(pk=plain.run.pk).status == RunStatus.DONE
         assert Run.objects.get(pk=hooked.run.pk).status == RunStatus.RUNNING
         assert (len(reports), reports.ready()) == (1, False)
-    finally:
-        locker.rollback()
-        locker.close()
     assert reports.record(timezone.now(), Changes()) is not None
     assert Run.objects.get(pk=hooked.run.pk).status == RunStatus.DONE
     assert finishes(hooked.run.pk) == {"count": 1, "kinds": ["done"]}
@@ -250,6 +260,11 @@ def reapable(postgres: PostgresCluster) -> Iterator[None]:
         yield
 
 
+def reap(now: datetime) -> int:
+    """Mark dead, at ``now``, the workers silent for the last 30 seconds; how many."""
+    return mark_dead(now=now, silent_since=now - timedelta(seconds=30))
+
+
 def test_a_claim_during_a_reap_waits_for_it_and_claims_nothing(
     postgres: PostgresCluster, reapable: None
 ) -> None:
@@ -258,17 +273,15 @@ def test_a_claim_during_a_reap_waits_for_it_and_claims_nothing(
     now = timezone.now()
     job = registry.get("tests.noop")
     run = start(job)
-    hour_ago = now - timedelta(hours=1)
-    silent = WorkerProcess.objects.create(
-        hostname="h", pid=1, started_at=hour_ago, last_beat=hour_ago
-    )
+    silent = worker_row(now - timedelta(hours=1))
     deployed = deployed_pairs([job])
     with transaction.atomic():
-        assert mark_dead(now=now, silent_since=now - timedelta(seconds=30)) == 1
-        thread, answer = in_thread(
-            lambda: claim(deployed, limit=5, worker=silent, now=now, queues=None)
+        assert reap(now) == 1
+        thread, answer = blocked_in_thread(
+            postgres,
+            lambda: claim(deployed, limit=5, worker=silent, now=now, queues=None),
+            "the claim to wait",
         )
-        wait_for(lambda: waiting_for_a_lock(postgres), PATIENCE, "the claim to wait")
     thread.join(PATIENCE)
     assert answer["value"] == []
     assert Run.objects.get(pk=run.pk).status == RunStatus.QUEUED
@@ -282,16 +295,10 @@ def test_a_reap_during_a_claim_waits_and_then_counts_the_claimed_runs_lost(
     now = timezone.now()
     job = registry.get("tests.noop")
     run = start(job)
-    hour_ago = now - timedelta(hours=1)
-    silent = WorkerProcess.objects.create(
-        hostname="h", pid=1, started_at=hour_ago, last_beat=hour_ago
-    )
+    silent = worker_row(now - timedelta(hours=1))
     with transaction.atomic():
         (claimed,) = claim(deployed_pairs([job]), limit=5, worker=silent, now=now, queues=None)
-        thread, answer = in_thread(
-            lambda: mark_dead(now=now, silent_since=now - timedelta(seconds=30))
-        )
-        wait_for(lambda: waiting_for_a_lock(postgres), PATIENCE, "the reap to wait")
+        thread, answer = blocked_in_thread(postgres, lambda: reap(now), "the reap to wait")
     thread.join(PATIENCE)
     assert (claimed.pk, answer["value"]) == (run.pk, 1)
     assert Run.objects.get(pk=run.pk).worker_id == silent.pk
@@ -302,18 +309,12 @@ def test_a_beat_during_a_reap_wins(postgres: PostgresCluster, reapable: None) ->
     """A beat that lands while the reap is under way: the reap's statement waits for the
     row and, reading it again, sees the beat and marks nothing."""
     now = timezone.now()
-    hour_ago = now - timedelta(hours=1)
-    beating = WorkerProcess.objects.create(
-        hostname="h", pid=1, started_at=hour_ago, last_beat=hour_ago
-    )
+    beating = worker_row(now - timedelta(hours=1))
     with transaction.atomic():
         assert WorkerProcess.objects.filter(pk=beating.pk, stopped_at__isnull=True).update(
             last_beat=now
         )
-        thread, answer = in_thread(
-            lambda: mark_dead(now=now, silent_since=now - timedelta(seconds=30))
-        )
-        wait_for(lambda: waiting_for_a_lock(postgres), PATIENCE, "the reap to wait")
+        thread, answer = blocked_in_thread(postgres, lambda: reap(now), "the reap to wait")
     thread.join(PATIENCE)
     assert answer["value"] == 0
     assert WorkerProcess.objects.get(pk=beating.pk).stopped_at is None
@@ -460,15 +461,8 @@ def test_row_locks_on_running_runs_hold_back_only_those_runs(
         PATIENCE,
         "the three claims",
     )
-    locker = psycopg.connect(
-        host="127.0.0.1", port=postgres.port, user=postgres.user, dbname=database_name()
-    )
-    try:
-        locked = locker.execute(
-            f"SELECT id FROM {Run._meta.db_table} WHERE id = ANY(%s) AND status = 'running' "
-            "FOR UPDATE",
-            (held_ids,),
-        ).fetchall()
+    running = "id = ANY(%s) AND status = 'running'"
+    with rows_locked(postgres, Run._meta.db_table, running, (held_ids,)) as locked:
         assert len(locked) == 3, "locked while running (until their gates open)"
         locked_at = timezone.now()
         for run_id in held_ids:
@@ -497,9 +491,6 @@ def test_row_locks_on_running_runs_hold_back_only_those_runs(
         assert Run.objects.filter(pk__in=held_ids, status="running").count() == 3
         assert not WorkerProcess.objects.filter(stopped_at__isnull=False).exists()
         assert not Run.objects.filter(status="lost").exists()
-    finally:
-        locker.commit()
-        locker.close()
     wait_for(
         lambda: Run.objects.filter(pk__in=held_ids, status="done").count() == 3,
         PATIENCE,

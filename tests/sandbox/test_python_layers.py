@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import builtins
 import os
-import subprocess
 import sys
-import textwrap
 import types
 import uuid
 from collections.abc import Iterator
@@ -33,7 +31,6 @@ from typing import Any
 import pytest
 
 from django_weft.conf import weft_settings
-from django_weft.models import RunStatus
 from django_weft.sandbox.restricted import MESSAGE_LIMIT, Refused, Room
 from django_weft.sandbox.views import ModuleView
 from django_weft.testing import Rehearsal
@@ -41,12 +38,14 @@ from tests.sandbox_helpers import (
     ESCAPES,
     RECORDED,
     TEST_LIMITS,
-    RogueRunner,
+    assert_done,
     assert_failed,
     assert_kept_secret,
     assert_well_behaved_runs,
+    in_child,
     python_layers_only,
     run_module,
+    run_rogue,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -260,8 +259,7 @@ def test_python_layers_operator_helpers(sandbox: Rehearsal, secret: Secret, sett
         "    pairs = sorted([(2, 'b'), (1, 'a')], key=operator.itemgetter(0))\n"
         "    return [operator.add(1, 2), operator.getitem(pairs, 0)[1]]\n"
     )
-    run = run_module(sandbox, source)
-    assert (run.status, run.result) == (RunStatus.DONE, [3, "a"]), run.error_message
+    assert_done(run_module(sandbox, source), [3, "a"])
 
 
 # -- the allow-lists ----------------------------------------------------------------------
@@ -285,8 +283,7 @@ def test_python_layers_import_without_allow_list(sandbox: Rehearsal, settings: A
         'import of "copy" is not allowed: copy.copy and copy.deepcopy read objects',
     )
     settings.WEFT_SANDBOX_IMPORT_NAMES = {"html": ["escape"]}
-    run = run_module(sandbox, source)
-    assert (run.status, run.result) == (RunStatus.DONE, "&lt;b&gt;"), run.error_message
+    assert_done(run_module(sandbox, source), "&lt;b&gt;")
     unescape = "import html\ndef default():\n    return html.unescape('&lt;')\n"
     assert_failed(
         run_module(sandbox, unescape),
@@ -316,11 +313,9 @@ def test_python_layers_optional_modules_work(sandbox: Rehearsal, settings: Any) 
         "            heapq.nsmallest(1, [3, 1]), str(fractions.Fraction(1, 3)),\n"
         "            textwrap.dedent('  x'), unicodedata.name('a'), calendar.isleap(2024)]\n"
     )
-    run = run_module(sandbox, source)
-    assert (run.status, run.result) == (
-        RunStatus.DONE,
-        [6, 4, 1, [1], "1/3", "x", "LATIN SMALL LETTER A", True],
-    ), run.error_message
+    assert_done(
+        run_module(sandbox, source), [6, 4, 1, [1], "1/3", "x", "LATIN SMALL LETTER A", True]
+    )
 
 
 def test_python_layers_allowed_helpers_still_work(sandbox: Rehearsal) -> None:
@@ -358,11 +353,7 @@ def test_python_layers_allowed_helpers_still_work(sandbox: Rehearsal) -> None:
         "            string.Template('$who ran').substitute(who='it'),\n"
         "            str(Decimal('1.10') + Decimal('2')), statistics.median([3, 1, 2])]\n"
     )
-    run = run_module(sandbox, source)
-    assert (run.status, run.result) == (
-        RunStatus.DONE,
-        [1, 4, True, "base+child", True, "it ran", "3.10", 2],
-    ), run.error_message
+    assert_done(run_module(sandbox, source), [1, 4, True, "base+child", True, "it ran", "3.10", 2])
 
 
 # -- the first refusal, on the host --------------------------------------------------------
@@ -373,9 +364,7 @@ def test_python_layers_host_keeps_the_first_refusal(
 ) -> None:
     """A child that reported a refusal and then answers (its record of the refusal
     erased) still fails with the refusal, keeping what the module printed."""
-    settings.WEFT_SANDBOX_RUNNER = "tests.sandbox_helpers.RogueRunner"
-    monkeypatch.setattr(RogueRunner, "behaviour", "refusal_then_answer")
-    run = run_module(sandbox, "def default():\n    return 1\n")
+    run = run_rogue(sandbox, settings, monkeypatch, "refusal_then_answer")
     assert_failed(run, "ForbiddenAccess", "the first refusal")
     assert run.state is not None
     assert run.state.data["output"] == "printed"
@@ -385,10 +374,10 @@ def test_python_layers_no_host_function_after_a_refusal(
     sandbox: Rehearsal, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After a refusal no host function runs for the call, even a granted one."""
-    settings.WEFT_SANDBOX_RUNNER = "tests.sandbox_helpers.RogueRunner"
-    monkeypatch.setattr(RogueRunner, "behaviour", "refusal_then_host_call")
     RECORDED.clear()
-    run = run_module(sandbox, "def default():\n    return 1\n", grants=["tests.record"])
+    run = run_rogue(
+        sandbox, settings, monkeypatch, "refusal_then_host_call", grants=["tests.record"]
+    )
     assert_failed(run, "ForbiddenAccess", "the first refusal")
     assert RECORDED == []
 
@@ -397,9 +386,7 @@ def test_python_layers_refusal_of_unknown_kind(
     sandbox: Rehearsal, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A refusal frame of a kind no guard refuses with breaks the protocol."""
-    settings.WEFT_SANDBOX_RUNNER = "tests.sandbox_helpers.RogueRunner"
-    monkeypatch.setattr(RogueRunner, "behaviour", "bad_refusal")
-    run = run_module(sandbox, "def default():\n    return 1\n")
+    run = run_rogue(sandbox, settings, monkeypatch, "bad_refusal")
     assert_failed(run, "ProtocolViolation", "a refusal of kind 'victory'")
 
 
@@ -505,17 +492,6 @@ def test_python_layers_refusal_messages_are_bounded() -> None:
 
 
 # -- the audit hook ------------------------------------------------------------------------
-
-
-def in_child(code: str) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh ``python -I``: an audit hook cannot be removed again."""
-    return subprocess.run(
-        [sys.executable, "-I", "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def test_python_layers_audit_hook_frozen_and_one_way(tmp_path: Path) -> None:

@@ -20,10 +20,10 @@ from django_weft.operations import start
 from django_weft.testing import Rehearsal
 from tests.sandbox_helpers import (  # noqa: F401  (layers: a fixture)
     ESCAPES,
-    RogueRunner,
     assert_failed,
     layers,
     run_module,
+    run_rogue,
     store,
 )
 
@@ -366,9 +366,7 @@ def test_escape_forged_message_from_a_taken_over_child(
 ) -> None:
     """A child whose every guard fell still cannot talk the host into anything: each
     forged or broken message ends the run with what the child did."""
-    settings.WEFT_SANDBOX_RUNNER = "tests.sandbox_helpers.RogueRunner"
-    monkeypatch.setattr(RogueRunner, "behaviour", behaviour)
-    assert_failed(run_module(sandbox, "def default():\n    return 1\n"), error_type, says)
+    assert_failed(run_rogue(sandbox, settings, monkeypatch, behaviour), error_type, says)
 
 
 def test_escape_state_left_for_the_next_call(sandbox: Rehearsal) -> None:

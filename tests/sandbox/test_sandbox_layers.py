@@ -16,9 +16,6 @@ import errno
 import json
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +25,7 @@ from django_weft.conf import weft_settings
 from django_weft.models import RunStatus
 from django_weft.sandbox import bubblewrap, layers, seccomp
 from django_weft.sandbox.child import standard_library_paths
-from tests.sandbox_helpers import assert_failed, limits, run_module  # noqa: F401
-
-
-def in_child(code: str) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh ``python -I`` that can import django_weft's sandbox modules."""
-    return subprocess.run(
-        [sys.executable, "-I", "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+from tests.sandbox_helpers import assert_failed, in_child, limits, run_module  # noqa: F401
 
 
 def test_layer_seccomp_denies_every_listed_call() -> None:
