@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.db.migrations.writer import OperationWriter
+
+from django_weft.migrations._triggers import VendorTriggers
 
 
 @pytest.mark.django_db
@@ -30,3 +35,34 @@ def test_makemigrations_check_django_weft() -> None:
     except SystemExit as exit:
         pytest.fail(f"missing django_weft migrations (exit {exit.code}):\n{out.getvalue()}")
     assert "No changes detected in app 'django_weft'" in out.getvalue()
+
+
+def row_triggers() -> set[str]:
+    """The names of the row triggers in the test database."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
+        else:
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        return {name for (name,) in cursor.fetchall()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrations_row_triggers_removed_and_installed_again() -> None:
+    """Migrating django_weft back to 0002 removes the re-arm (0003) and run-version (0014)
+    triggers; migrating forward installs them again."""
+    installed = {"django_weft_schedule_rearm", "django_weft_run_versioned"}
+    assert installed <= row_triggers()
+    call_command("migrate", "django_weft", "0002", verbosity=0)
+    assert not installed & row_triggers()
+    call_command("migrate", "django_weft", verbosity=0)
+    assert installed <= row_triggers()
+
+
+def test_migrations_row_triggers_operation_is_written_out() -> None:
+    """The triggers' operation deconstructs, so squashmigrations can write it out."""
+    version = importlib.import_module("django_weft.migrations.0014_run_version")
+    (operation,) = [op for op in version.Migration.operations if isinstance(op, VendorTriggers)]
+    written, imports = OperationWriter(operation).serialize()
+    assert written.lstrip().startswith("django_weft.migrations._triggers.VendorTriggers(")
+    assert "import django_weft.migrations._triggers" in imports

@@ -9,6 +9,8 @@ scheduler arms it from now.
 
 from django.db import migrations
 
+from django_weft.migrations._triggers import VendorTriggers, postgresql_trigger, sqlite_trigger
+
 CHANGED = (
     " OR ".join(
         f'NEW."{column}" {{differs}} OLD."{column}"'
@@ -17,59 +19,27 @@ CHANGED = (
     + ' OR (NEW."enabled" AND NOT OLD."enabled")'
 )
 
-POSTGRESQL = f"""
-CREATE OR REPLACE FUNCTION django_weft_rearm_schedule() RETURNS trigger AS $$
-BEGIN
-    IF {CHANGED.format(differs="IS DISTINCT FROM")} THEN
-        NEW."armed" := false;
-        NEW."next_due" := NULL;
-    END IF;
-    RETURN NEW;
-END;
-$$ LANGUAGE plpgsql;
-
-CREATE TRIGGER django_weft_schedule_rearm
-    BEFORE UPDATE ON django_weft_schedule
-    FOR EACH ROW EXECUTE FUNCTION django_weft_rearm_schedule();
-"""
-
-POSTGRESQL_BACKWARD = """
-DROP TRIGGER IF EXISTS django_weft_schedule_rearm ON django_weft_schedule;
-DROP FUNCTION IF EXISTS django_weft_rearm_schedule();
-"""
-
-SQLITE = f"""
-CREATE TRIGGER django_weft_schedule_rearm
-    AFTER UPDATE ON django_weft_schedule
-    FOR EACH ROW WHEN {CHANGED.format(differs="IS NOT")}
-BEGIN
-    UPDATE django_weft_schedule SET "armed" = 0, "next_due" = NULL WHERE "id" = NEW."id";
-END;
-"""
-
-SQLITE_BACKWARD = "DROP TRIGGER IF EXISTS django_weft_schedule_rearm;"
-
-
 #: Per database vendor: the SQL that installs the trigger and the SQL that removes it.
 TRIGGERS = {
-    "postgresql": (POSTGRESQL, POSTGRESQL_BACKWARD),
-    "sqlite": (SQLITE, SQLITE_BACKWARD),
+    "postgresql": postgresql_trigger(
+        "django_weft_rearm_schedule",
+        "django_weft_schedule_rearm",
+        "django_weft_schedule",
+        f"""    IF {CHANGED.format(differs="IS DISTINCT FROM")} THEN
+        NEW."armed" := false;
+        NEW."next_due" := NULL;
+    END IF;""",
+    ),
+    "sqlite": sqlite_trigger(
+        "django_weft_schedule_rearm",
+        "django_weft_schedule",
+        'UPDATE django_weft_schedule SET "armed" = 0, "next_due" = NULL WHERE "id" = NEW."id";',
+        when=CHANGED.format(differs="IS NOT"),
+    ),
 }
-
-
-def forward(apps, schema_editor):
-    install, _ = TRIGGERS.get(schema_editor.connection.vendor, (None, None))
-    if install:
-        schema_editor.execute(install)
-
-
-def backward(apps, schema_editor):
-    _, remove = TRIGGERS.get(schema_editor.connection.vendor, (None, None))
-    if remove:
-        schema_editor.execute(remove)
 
 
 class Migration(migrations.Migration):
     dependencies = [("django_weft", "0002_notify_triggers")]
 
-    operations = [migrations.RunPython(forward, backward, elidable=False)]
+    operations = [VendorTriggers(TRIGGERS)]

@@ -14,49 +14,22 @@ get no trigger, and every run stays at version 1: clients then keep the newest f
 
 from django.db import migrations, models
 
-POSTGRESQL_FORWARD = """
-CREATE OR REPLACE FUNCTION django_weft_run_version() RETURNS trigger AS $$
-BEGIN
-    NEW.version := OLD.version + 1;
-    RETURN NEW;
-END;
-$$ LANGUAGE plpgsql;
+from django_weft.migrations._triggers import VendorTriggers, postgresql_trigger, sqlite_trigger
 
-CREATE TRIGGER django_weft_run_versioned
-    BEFORE UPDATE ON django_weft_run
-    FOR EACH ROW EXECUTE FUNCTION django_weft_run_version();
-"""
-
-POSTGRESQL_BACKWARD = """
-DROP TRIGGER IF EXISTS django_weft_run_versioned ON django_weft_run;
-DROP FUNCTION IF EXISTS django_weft_run_version();
-"""
-
-SQLITE_FORWARD = """
-CREATE TRIGGER django_weft_run_versioned
-    AFTER UPDATE ON django_weft_run
-    FOR EACH ROW
-BEGIN
-    UPDATE django_weft_run SET version = OLD.version + 1 WHERE id = OLD.id;
-END;
-"""
-
-SQLITE_BACKWARD = "DROP TRIGGER IF EXISTS django_weft_run_versioned;"
-
+#: Per database vendor: the SQL that installs the trigger and the SQL that removes it.
 TRIGGERS = {
-    "postgresql": (POSTGRESQL_FORWARD, POSTGRESQL_BACKWARD),
-    "sqlite": (SQLITE_FORWARD, SQLITE_BACKWARD),
+    "postgresql": postgresql_trigger(
+        "django_weft_run_version",
+        "django_weft_run_versioned",
+        "django_weft_run",
+        "    NEW.version := OLD.version + 1;",
+    ),
+    "sqlite": sqlite_trigger(
+        "django_weft_run_versioned",
+        "django_weft_run",
+        "UPDATE django_weft_run SET version = OLD.version + 1 WHERE id = OLD.id;",
+    ),
 }
-
-
-def forward(apps, schema_editor):
-    if schema_editor.connection.vendor in TRIGGERS:
-        schema_editor.execute(TRIGGERS[schema_editor.connection.vendor][0])
-
-
-def backward(apps, schema_editor):
-    if schema_editor.connection.vendor in TRIGGERS:
-        schema_editor.execute(TRIGGERS[schema_editor.connection.vendor][1])
 
 
 class Migration(migrations.Migration):
@@ -76,5 +49,5 @@ class Migration(migrations.Migration):
                 ),
             ),
         ),
-        migrations.RunPython(forward, backward, elidable=False),
+        VendorTriggers(TRIGGERS),
     ]
