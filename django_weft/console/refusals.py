@@ -22,8 +22,10 @@ from typing import Any, TypeVar, cast
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 
 from django_weft import operations
 from django_weft.exceptions import WeftError
@@ -122,6 +124,31 @@ class RefusalsOnTheForm:
     ) -> Any:
         parent: Any = super()
         return refusing_form(request, parent.get_form(request, obj, change, **kwargs))
+
+
+class RefusedDeletesOnThePage:
+    """A ``ModelAdmin``'s delete page, when the service layer refuses the delete (its
+    ``delete_model`` raising :class:`Refused`): the delete undone, its log entry with it,
+    and the object's page again saying why (list it before ``ModelAdmin``)."""
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        page = cast("admin.ModelAdmin[Any]", self)
+        parent: Any = super()
+        try:
+            return cast(HttpResponse, parent.delete_view(request, object_id, extra_context))
+        except Refused as refused:
+            tell(page, request, "Not deleted", refused.refusal)
+            return HttpResponseRedirect(change_url(page, unquote(object_id)))
+
+
+def change_url(page: admin.ModelAdmin[Any], pk: int | str) -> str:
+    """The change page of ``page``'s object ``pk``, where a button or a refused delete
+    sends the user back to."""
+    options = page.model._meta
+    name = f"{page.admin_site.name}:{options.app_label}_{options.model_name}_change"
+    return reverse(name, args=[quote(pk)])
 
 
 def add_refusal(form: forms.BaseForm, refusal: Refusal) -> None:

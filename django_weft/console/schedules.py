@@ -49,7 +49,11 @@ SCHEDULE_BUTTONS = {"run-now": "Run now", "pause": "Pause", "resume": "Resume"}
 
 
 class ScheduleAdmin(
-    refusals.RefusalsOnTheForm, HistoryFromOperations, ScheduleColumns, ScheduleAdminBase
+    refusals.RefusalsOnTheForm,
+    refusals.RefusedDeletesOnThePage,
+    HistoryFromOperations,
+    ScheduleColumns,
+    ScheduleAdminBase,
 ):
     list_display = [
         "name",
@@ -200,7 +204,7 @@ class ScheduleAdmin(
             )
             if count is not None:
                 self.message_user(request, _toggled(schedule, enabled), messages.SUCCESS)
-        return HttpResponseRedirect(self._change_url(schedule.pk))
+        return HttpResponseRedirect(refusals.change_url(self, schedule.pk))
 
     def _page_object(self, request: HttpRequest, object_id: str | None) -> Schedule | None:
         if object_id is None:
@@ -209,9 +213,6 @@ class ScheduleAdmin(
         if schedule is None:
             raise Http404(f"no schedule {object_id}")
         return schedule
-
-    def _change_url(self, pk: int | str) -> str:
-        return reverse(f"{self.admin_site.name}:django_weft_schedule_change", args=[quote(pk)])
 
     # -- the page ---------------------------------------------------------------------------
 
@@ -267,17 +268,6 @@ class ScheduleAdmin(
             return
         fields = {name: form.cleaned_data[name] for name in form.cleaned_data}
         obj.pk = refusals.refused(lambda: operations.create_schedule_for(user, fields)).pk
-
-    def delete_view(
-        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
-    ) -> HttpResponse:
-        """The delete page; a delete the service layer refuses is undone (its log entry
-        with it) and said on the schedule's page."""
-        try:
-            return super().delete_view(request, object_id, extra_context)
-        except refusals.Refused as refused:
-            refusals.tell(self, request, "Not deleted", refused.refusal)
-            return HttpResponseRedirect(self._change_url(unquote(object_id)))
 
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
         refusals.refused(lambda: operations.delete_schedule_for(request.user, obj))

@@ -76,7 +76,7 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
         return format_html("<pre class='weft-module-source'>{}</pre>", revision.source)
 
 
-class ModuleAdmin(refusals.RefusalsOnTheForm, ModuleAdminBase):
+class ModuleAdmin(refusals.RefusalsOnTheForm, refusals.RefusedDeletesOnThePage, ModuleAdminBase):
     form = ModuleForm
     list_display = ["name", "owner", "revision", "runs", "grants", "updated_at"]
     search_fields = ["name"]
@@ -108,17 +108,6 @@ class ModuleAdmin(refusals.RefusalsOnTheForm, ModuleAdminBase):
         """Through the service layer: who may save, what may be granted, what is approved."""
         refusals.refused(lambda: operations.save_module_for(request.user, obj))
 
-    def delete_view(
-        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
-    ) -> HttpResponse:
-        """The delete page; a delete the service layer refuses is undone (its log entry
-        with it) and said on the module's page."""
-        try:
-            return super().delete_view(request, object_id, extra_context)
-        except refusals.Refused as refused:
-            refusals.tell(self, request, "Not deleted", refused.refusal)
-            return HttpResponseRedirect(self._change_url(unquote(object_id)))
-
     def delete_model(self, request: HttpRequest, obj: Module) -> None:
         refusals.refused(lambda: operations.delete_module_for(request.user, obj))
 
@@ -142,7 +131,7 @@ class ModuleAdmin(refusals.RefusalsOnTheForm, ModuleAdminBase):
         if module is None:
             raise Http404(f"no module {object_id}")
         self._approve(request, module, revision)
-        return HttpResponseRedirect(self._change_url(module.pk))
+        return HttpResponseRedirect(refusals.change_url(self, module.pk))
 
     @admin.action(description="Approve the latest revision of selected modules")
     def approve_action(self, request: HttpRequest, queryset: QuerySet[Module]) -> None:
@@ -196,9 +185,6 @@ class ModuleAdmin(refusals.RefusalsOnTheForm, ModuleAdminBase):
             access.may_manage_module(request.user, obj)
             or super().has_delete_permission(request, obj)
         )
-
-    def _change_url(self, pk: int | str) -> str:
-        return reverse(f"{self.admin_site.name}:django_weft_module_change", args=[quote(pk)])
 
 
 def _waits(module: Module) -> bool:
