@@ -7,7 +7,7 @@ also holds a session-level advisory lock keyed by its worker row's id
 ``WEFT_LIVENESS_DATABASE`` and kept by a thread of its own (:class:`LivenessLock`). The
 server releases the lock when that session ends: when the process exits or is killed
 (the kernel closes its socket), or when the server's TCP keepalives, set on the session
-(:func:`keepalive_settings`), give up on a host that vanished. Reapers read the held
+(:mod:`~django_weft.engine.keepalives`), give up on a host that vanished. Reapers read the held
 locks from ``pg_locks`` in the statement that marks workers stopped
 (:mod:`~django_weft.engine.reaping`): a worker that holds its lock is alive, however
 long its heartbeat is silent.
@@ -28,13 +28,11 @@ from typing import Any
 from django.db import connections
 
 from django_weft.conf import weft_settings
+from django_weft.engine.keepalives import keepalives
 from django_weft.engine.outages import Outage
 from django_weft.jobs.connections import limit_session
 
 logger = logging.getLogger("django_weft.worker")
-
-#: How many keepalive probes the server sends a silent client before it drops the session.
-KEEPALIVE_PROBES = 4
 
 
 def lock_key(worker_id: uuid.UUID) -> int:
@@ -55,37 +53,6 @@ HELD_KEYS_SQL = (
     "WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted "
     "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
 )
-
-
-def keepalive_settings(lost_after: float) -> list[tuple[str, str]]:
-    """Server-side TCP keepalives that drop a vanished client within ``lost_after`` s.
-
-    Idle for half the window, then :data:`KEEPALIVE_PROBES` probes an eighth of it apart
-    (whole seconds, at least one), and data left unacknowledged for the window: the
-    server notices a host that died or a network that was cut about ``lost_after``
-    seconds after the last packet. A process that exits or is killed closes its socket,
-    and its session ends at once.
-    """
-    idle = max(1, math.ceil(lost_after / 2))
-    interval = max(1, math.ceil(lost_after / (2 * KEEPALIVE_PROBES)))
-    return [
-        ("tcp_keepalives_idle", str(idle)),
-        ("tcp_keepalives_interval", str(interval)),
-        ("tcp_keepalives_count", str(KEEPALIVE_PROBES)),
-        ("tcp_user_timeout", str(math.ceil(lost_after * 1000))),
-    ]
-
-
-def client_keepalives(settings: list[tuple[str, str]]) -> dict[str, object]:
-    """The same, as libpq's connection parameters (``keepalives_idle``...,
-    ``tcp_user_timeout``)."""
-    return {
-        "keepalives": 1,
-        **{
-            name.removeprefix("tcp_") if name.startswith("tcp_keepalives") else name: value
-            for name, value in settings
-        },
-    }
 
 
 def uses_liveness_lock() -> bool:
@@ -134,20 +101,20 @@ class LivenessLock(threading.Thread):
 
     def _keep(self, outage: Outage) -> None:
         """Connect, then hold the wanted lock until stopped or the connection breaks."""
-        keepalives = keepalive_settings(weft_settings.LOST_AFTER)
+        client, server = keepalives(weft_settings.LOST_AFTER)
         raw: Any = self._connect(
             **{
                 **self._params,
                 "autocommit": True,
                 "connect_timeout": max(1, math.ceil(weft_settings.HEARTBEAT_INTERVAL * 2)),
-                # The same keepalives on this side: a server that vanished breaks the
+                # Keepalives on this side too: a server that vanished breaks the
                 # connection instead of hanging the next look at it.
-                **client_keepalives(keepalives),
+                **client,
             }
         )
         try:
             with raw.cursor() as cursor:
-                limit_session(cursor, keepalives)
+                limit_session(cursor, server)
                 held: int | None = None
                 while not self._stop_event.is_set():
                     self._changed.clear()

@@ -25,7 +25,9 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from django_weft.conf import weft_settings
+from django_weft.engine.keepalives import keepalives
 from django_weft.engine.outages import Outage
+from django_weft.jobs.connections import limit_session
 
 logger = logging.getLogger("django_weft.notify")
 
@@ -81,9 +83,14 @@ class Listener(threading.Thread):
     def _listen(self, outage: Outage) -> bool:
         """Listen until stopped or the connection breaks; False if it reached the wrong
         database."""
-        raw = self._connect(self._params)
+        # The liveness lock's keepalives: a server that vanished, or a network cut, ends
+        # in a reconnect (and a full look) instead of a listener that hears nothing.
+        client, server = keepalives(weft_settings.LOST_AFTER)
+        raw = self._connect({**self._params, **client})
         try:
             raw.autocommit = True
+            with raw.cursor() as cursor:
+                limit_session(cursor, server)
             if self.alias != DEFAULT_DB_ALIAS and not self._same_database(raw):
                 return False
             raw.execute(f"LISTEN {CHANNEL}")

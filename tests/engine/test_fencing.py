@@ -19,7 +19,7 @@ import pytest
 from django.db import IntegrityError, InterfaceError, OperationalError
 
 from django_weft.engine.claiming import claim, deployed_pairs
-from django_weft.engine.liveness import client_keepalives, keepalive_settings
+from django_weft.engine.keepalives import client_keepalives, keepalive_settings
 from django_weft.engine.outages import is_outage
 from django_weft.engine.reaping import mark_dead
 from django_weft.engine.worker import Worker

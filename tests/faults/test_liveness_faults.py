@@ -11,6 +11,8 @@ finish hook's writes is an outage, and the hook commits once with the real outco
 
 from __future__ import annotations
 
+import re
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,10 +25,13 @@ from django.db import connection, connections, transaction
 from django.test import override_settings
 from django.utils import timezone
 
+from django_weft.conf import weft_settings
 from django_weft.engine.claiming import claim, deployed_pairs
 from django_weft.engine.execution import Execution, report_of
 from django_weft.engine.finishing import AttemptReport
+from django_weft.engine.keepalives import keepalive_settings
 from django_weft.engine.liveness import key_sql, lock_key
+from django_weft.engine.notify import CHANNEL
 from django_weft.engine.reaping import mark_dead
 from django_weft.engine.reports import Reports
 from django_weft.engine.worker import Worker
@@ -163,6 +168,72 @@ def test_the_worker_loop_has_its_statement_and_lock_timeouts(postgres: PostgresC
             assert shown() == ("0", "0")
         finally:
             worker.close()
+
+
+def keepalive_timers(local_port: int, remote_port: int) -> list[float]:
+    """Seconds left on the keepalive timer of each TCP socket from ``local_port`` to
+    ``remote_port`` on this host, as ``ss`` shows them (``timer:(keepalive,14sec,0)``)."""
+    shown = subprocess.run(
+        [
+            "ss",
+            "-tnoH",
+            "state",
+            "established",
+            f"( sport = :{local_port} and dport = :{remote_port} )",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    units = {"min": 60.0, "sec": 1.0, "ms": 0.001}
+    return [
+        sum(
+            float(amount) * units[unit]
+            for amount, unit in re.findall(r"([\d.]+)(min|sec|ms)", left)
+        )
+        for left in re.findall(r"timer:\(keepalive,([^,]+),", shown)
+    ]
+
+
+def test_the_liveness_and_listen_sessions_have_the_same_keepalives(
+    postgres: PostgresCluster,
+) -> None:
+    """The liveness lock's and the listener's sessions probe a silent peer after half of
+    WEFT_LOST_AFTER, at both ends (the server's socket and libpq's), not after the
+    system's two hours: a vanished server or a cut network ends either in a reconnect."""
+    idle = float(dict(keepalive_settings(weft_settings.LOST_AFTER))["tcp_keepalives_idle"])
+    worker = Worker(executor=INLINE, schedules=False)
+    process = worker.start()
+    try:
+        wait_for(lambda: lock_holder(postgres, process.pk) is not None, PATIENCE, "the lock")
+        database = database_name()
+
+        def client_port(condition: str, *params: object) -> int | None:
+            rows = postgres.query(
+                f"SELECT client_port FROM pg_stat_activity WHERE datname = %s AND {condition}",
+                (database, *params),
+            )
+            return int(rows[0][0]) if rows else None  # type: ignore[call-overload]
+
+        wait_for(
+            lambda: client_port("query = %s", f"LISTEN {CHANNEL}") is not None,
+            PATIENCE,
+            "the listener",
+        )
+        sessions = {
+            "liveness": client_port("pid = %s", lock_holder(postgres, process.pk)),
+            "listen": client_port("query = %s", f"LISTEN {CHANNEL}"),
+        }
+        for name, port in sessions.items():
+            assert port is not None, name
+            server = keepalive_timers(postgres.port, port)
+            client = keepalive_timers(port, postgres.port)
+            assert len(server) == len(client) == 1, (name, server, client)
+            assert server[0] <= idle, (name, "server", server, idle)
+            assert client[0] <= idle, (name, "client", client, idle)
+    finally:
+        worker.close()
 
 
 # -- a locked row delays only its own run --------------------------------------------------------
