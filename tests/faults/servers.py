@@ -387,8 +387,30 @@ def remove_servers(directory: Path) -> None:
                 timeout=60,
             )
         _kill_redis(redis_pidfile(directory))
+        for mount_point in mounts_under(directory):
+            unmount(mount_point)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def mounts_under(directory: Path) -> list[Path]:
+    """The mount points inside ``directory`` (a test's tmpfs), deepest first."""
+    inside = []
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        point = Path(line.split()[1].replace("\\040", " "))
+        if directory in point.parents:
+            inside.append(point)
+    return sorted(inside, key=lambda point: len(point.parts), reverse=True)
+
+
+def unmount(mount_point: Path) -> None:
+    """Unmount ``mount_point``; lazily if something still holds a file there open (a
+    server's backend that has not let go yet), so it is gone from the tree either way."""
+    for command in (["umount", str(mount_point)], ["umount", "--lazy", str(mount_point)]):
+        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
+        if done.returncode == 0:
+            return
+    raise ServerSetupError(f"could not unmount {mount_point}: {done.stderr.strip()}")
 
 
 def _kill_redis(pidfile: Path) -> None:

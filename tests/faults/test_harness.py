@@ -25,7 +25,9 @@ from tests.faults.servers import (
     RedisServer,
     ServerSetupError,
     find_binary,
+    mounts_under,
     postgres_binary,
+    remove_servers,
 )
 from tests.live_client import open_live
 from tests.processes import ROOT, AsgiServer, Runjobs, port_is_open, wait_for
@@ -197,3 +199,21 @@ def test_harness_session_leaves_nothing_running(
     wait_for(lambda: not any(running(pid) for pid in started["pids"]), 60, "its processes")
     wait_for(lambda: not mentioning(directory), 60, "its lifeline to exit")
     assert not any(port_is_open(port) for port in started["ports"]), output
+
+
+def test_harness_clean_up_unmounts_a_tmpfs_left_in_the_directory(tmp_path: Path) -> None:
+    """A tmpfs still mounted in a session's directory (a full-disk test killed before its
+    own clean-up) is unmounted by the clean-up the lifeline runs, and the directory goes."""
+    directory = tmp_path / "weft-faults-probe"
+    mount_point = directory / "full-disk"
+    mount_point.mkdir(parents=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
+        check=True,
+        timeout=60,
+    )
+    (mount_point / "filler").write_bytes(b"\0" * 4096)
+    assert mounts_under(directory) == [mount_point]
+    remove_servers(directory)
+    assert mounts_under(tmp_path) == []
+    assert not directory.exists()

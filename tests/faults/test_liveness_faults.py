@@ -5,8 +5,9 @@ another transaction holds locked, is never declared dead, and nothing it runs is
 the liveness lock is the rule (held: alive; gone, with the heartbeat silent: dead), is
 taken again after a restart, and a restart's dropped locks are not believed until the
 server has been up for the lost-after window; a claim or a beat that races a reap, on
-real connections, never leaves a stopped worker claiming; a disk-full error inside a
-finish hook's writes is an outage, and the hook commits once with the real outcome.
+real connections, never leaves a stopped worker claiming; a full disk (a real one: a
+tmpfs under the documents table) refusing a finish hook's write is an outage, and the
+hook commits once with the real outcome.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from django_weft.live.changes import Changes
 from django_weft.models import Document, Run, RunStatus, WorkerProcess
 from django_weft.operations import start
 from tests.faults.conftest import FAST_HEARTBEAT, database_name, lock_holder
+from tests.faults.full_disk import FullDisk, full_disk
 from tests.faults.servers import PostgresCluster
 from tests.faults.test_worker_faults import finishes, reachable
 from tests.jobs import open_gate
@@ -574,46 +576,48 @@ def test_row_locks_on_running_runs_hold_back_only_those_runs(
         assert worker.poll() is None
 
 
-DISK_FULL_TRIGGER = """
-CREATE TABLE weft_test_disk_full (full_since timestamptz);
-INSERT INTO weft_test_disk_full VALUES (now());
-CREATE FUNCTION weft_test_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM weft_test_disk_full) THEN
-        RAISE EXCEPTION USING ERRCODE = 'disk_full',
-            MESSAGE = 'could not extend file "base/16384/16400": No space left on device';
-    END IF;
-    RETURN NEW;
-END $$;
-CREATE TRIGGER weft_test_disk_full BEFORE INSERT OR UPDATE ON {documents}
-    FOR EACH ROW EXECUTE FUNCTION weft_test_disk_full();
-"""
+@pytest.fixture
+def documents_disk(postgres: PostgresCluster) -> Iterator[FullDisk]:
+    """The documents table (where finish hooks write) alone on a small tmpfs, emptied."""
+    with full_disk(postgres, database_name(), Document._meta.db_table) as disk:
+        yield disk
+
+
+def disk_full_errors(postgres: PostgresCluster) -> int:
+    """How many times the server has refused a write for want of space, by its log."""
+    return postgres.log.read_text(errors="replace").count("No space left on device")
 
 
 def test_disk_full_inside_a_finish_hook_is_an_outage_and_the_hook_commits_once(
-    postgres: PostgresCluster, start_runjobs: Callable[..., Runjobs]
+    postgres: PostgresCluster, documents_disk: FullDisk, start_runjobs: Callable[..., Runjobs]
 ) -> None:
-    """The server refuses the hook's document write with PostgreSQL's disk-full error
-    (53100, from a trigger): the finish is rolled back and retried, never recorded as the
-    hook's failure; once space is back the run is done and its hook committed once."""
-    with connection.cursor() as cursor:
-        cursor.execute(DISK_FULL_TRIGGER.format(documents=Document._meta.db_table))
-    try:
-        run = start(registry.get("tests.watched_sleep"), {"seconds": 0})
-        worker = start_runjobs("--no-schedules")
-        wait_for(lambda: worker.printed("could not extend file"), PATIENCE, "the disk-full error")
-        assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
-        with connection.cursor() as cursor:
-            cursor.execute("DELETE FROM weft_test_disk_full")
-        wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, PATIENCE, "the finish")
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"DROP TRIGGER weft_test_disk_full ON {Document._meta.db_table}; "
-                "DROP FUNCTION weft_test_disk_full(); DROP TABLE weft_test_disk_full"
-            )
+    """The disk under the documents table is full (a filler file took the last byte of
+    its tmpfs): the server refuses the hook's document write, "could not extend file ...:
+    No space left on device". The finish is rolled back and retried while the disk stays
+    full, never recorded as the hook's failure, and the worker is never declared dead;
+    once the filler is deleted the run is done, once, and its hook committed once."""
+    assert documents_disk.fill() > 0
+    refused_before = disk_full_errors(postgres)
+    run = start(registry.get("tests.watched_sleep"), {"seconds": 0})
+    worker = start_runjobs("--no-schedules")
+    wait_for(lambda: worker.printed("could not extend file"), PATIENCE, "the disk-full error")
+    assert worker.printed("No space left on device"), worker.output()
+    wait_for(
+        lambda: disk_full_errors(postgres) >= refused_before + 2,
+        PATIENCE,
+        "the finish to be tried again on the full disk",
+    )
+    assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
+    assert finishes(run.pk) == {"count": 0, "kinds": []}
+    documents_disk.free()
+    wait_for(lambda: Run.objects.get(pk=run.pk).is_finished, PATIENCE, "the finish")
     done = Run.objects.get(pk=run.pk)
     assert (done.status, done.error_type, done.error_message) == (RunStatus.DONE, "", "")
     assert finishes(run.pk) == {"count": 1, "kinds": ["done"]}
+    assert (done.attempt, done.attempts.count()) == (1, 0), "claimed once, never retried"
+    assert not Run.objects.unfinished().exists()
     assert worker.printed("database error in the finish step (OperationalError: could not")
     assert not worker.printed("finish hook of"), "never taken for the hook's failure"
+    assert not worker.printed("was declared dead"), worker.output()
+    assert row_of(worker).stopped_at is None
+    assert worker.poll() is None
