@@ -29,8 +29,8 @@ paused queue), leaves no record.
 
 Callers import from here (``operations.start_for``): the modules behind it split the
 layer by what it acts on (``runs``, ``bulk`` for many runs at once, ``schedules``,
-``queues``, ``modules``, ``documents``), with ``base`` for what every checked call uses and ``refusals`` for how
-a refusal is described. It is one layer and one front door, in small rooms.
+``queues``, ``modules``, ``documents``), with ``base`` for what every checked call uses
+and ``refusals`` for how a refusal is described. It is one layer and one front door, in small rooms.
 """
 
 from __future__ import annotations
