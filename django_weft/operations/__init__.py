@@ -39,6 +39,9 @@ from django_weft.engine.auditing import entry_point
 from django_weft.engine.starting import StartRequest
 from django_weft.operations.base import WHAT_RUNS, record
 from django_weft.operations.bulk import (
+    ACTIONS as BULK_ACTIONS,
+)
+from django_weft.operations.bulk import (
     MAX_IDS as MAX_BULK_IDS,
 )
 from django_weft.operations.bulk import (
@@ -77,6 +80,7 @@ from django_weft.operations.schedules import (
 )
 
 __all__ = [
+    "BULK_ACTIONS",
     "MAX_BULK_IDS",
     "REFUSALS",
     "REQUEST_ID_LENGTH",
