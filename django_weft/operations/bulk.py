@@ -80,19 +80,26 @@ class BulkResult:
             self.reasons[code] = Reason(1, detail)
 
     def summary(self) -> str:
-        """One sentence for a person: how many were done, and how many refused."""
-        done = ngettext(
-            "%(action)s: %(count)d run done", "%(action)s: %(count)d runs done", self.done
-        ) % {"action": self.action.capitalize(), "count": self.done}
+        """One sentence for a person: how many were done, how many refused and why
+        (each reason's count and code, and the words of its first refusal)."""
+        done = _DONE[self.action](self.done) % {"count": self.done}
         if not self.refused:
             return f"{done}."
-        refused = ngettext("%(count)d refused", "%(count)d refused", self.refused) % {
-            "count": self.refused
-        }
-        why = "; ".join(
-            f"{reason.count} {code}: {reason.detail}" for code, reason in self.reasons.items()
+        why = ", ".join(
+            f"{reason.count} {code} ({reason.detail})" for code, reason in self.reasons.items()
         )
-        return f"{done}, {refused} ({why})."
+        refused = gettext("%(count)d refused: %(why)s") % {"count": self.refused, "why": why}
+        return f"{done}; {refused}."
+
+
+#: How a person is told how many runs an action did.
+_DONE: dict[str, Callable[[int], str]] = {
+    "retry": lambda count: ngettext("Retried %(count)d run", "Retried %(count)d runs", count),
+    "abort": lambda count: ngettext(
+        "Abort requested for %(count)d run", "Abort requested for %(count)d runs", count
+    ),
+    "delete": lambda count: ngettext("Deleted %(count)d run", "Deleted %(count)d runs", count),
+}
 
 
 def parse_action(name: object) -> str:
