@@ -12,26 +12,19 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.test import override_settings
-from django.utils import timezone
 from rest_framework.response import Response
 from rest_framework.test import APIClient
 
 from django_weft.models import Run, RunStatus, Schedule
 from django_weft.operations import start
-from tests.jobs import noop, sleep
+from tests.api.test_api import make_user
+from tests.jobs import sleep
+from tests.test_bulk_operations import finished as failed
 
 pytestmark = pytest.mark.django_db
 
 RUNS = "/api/weft/runs/"
-
-
-def make_user(name: str, *codenames: str) -> Any:
-    user = get_user_model().objects.create_user(name)
-    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
-    return get_user_model().objects.get(pk=user.pk)
 
 
 @pytest.fixture
@@ -54,15 +47,6 @@ def bulk(user: Any, action: str, body: Any) -> Response:
     api.force_authenticate(user)
     response: Response = api.post(f"{RUNS}bulk/{action}/", body, format="json")
     return response
-
-
-def failed(owner: Any, **fields: Any) -> Run:
-    run = start(noop, owner=owner)
-    ended = timezone.now() - timedelta(minutes=1)
-    Run.objects.filter(pk=run.pk).update(
-        status=RunStatus.FAILED, started_at=ended, finished_at=ended, **fields
-    )
-    return Run.objects.get(pk=run.pk)
 
 
 def test_bulk_retry_by_ids_answers_done_and_refused(owner: Any, other: Any) -> None:

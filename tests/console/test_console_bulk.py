@@ -13,24 +13,18 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.test import Client, override_settings
 from django.urls import reverse
-from django.utils import timezone
 
 from django_weft.models import Run, RunStatus, Schedule
 from django_weft.operations import start
+from tests.console.test_console_runs import client_of, messages_of, staff
 from tests.jobs import noop, sleep
+from tests.test_bulk_operations import finished as failed
 
 pytestmark = pytest.mark.django_db
 
 RUNS = "/admin/django_weft/run/"
-
-
-def staff(username: str, *codenames: str) -> Any:
-    user = get_user_model().objects.create_user(username, password="pw", is_staff=True)
-    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
-    return get_user_model().objects.get(pk=user.pk)
 
 
 @pytest.fixture
@@ -46,25 +40,6 @@ def other() -> Any:
 @pytest.fixture
 def root() -> Any:
     return get_user_model().objects.create_superuser("root", "root@example.com", "pw")
-
-
-def client_of(user: Any, **options: Any) -> Client:
-    client = Client(**options)
-    client.force_login(user)
-    return client
-
-
-def failed(owner: Any, **fields: Any) -> Run:
-    run = start(noop, owner=owner)
-    ended = timezone.now() - timedelta(minutes=1)
-    Run.objects.filter(pk=run.pk).update(
-        status=RunStatus.FAILED, started_at=ended, finished_at=ended, **fields
-    )
-    return Run.objects.get(pk=run.pk)
-
-
-def messages_of(response: Any) -> list[str]:
-    return [str(message) for message in response.context["messages"]]
 
 
 def act(client: Client, action: str, runs: list[Run], url: str = RUNS, **more: Any) -> Any:
@@ -141,7 +116,8 @@ def test_all_matching_names_the_count_and_filter_and_works_in_batches(
 
 def test_bulk_actions_need_a_post_with_the_csrf_token(owner: Any) -> None:
     run = failed(owner)
-    client = client_of(owner, enforce_csrf_checks=True)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(owner)
     data = {"action": "retry_action", "_selected_action": [str(run.pk)], "index": "0"}
     assert client.post(RUNS, data).status_code == 403
     client.get(RUNS, data)
