@@ -220,11 +220,12 @@ def _batches_matching(matching: QuerySet[Run], result: BulkResult) -> Iterator[l
     size = weft_settings.BULK_BATCH_SIZE
     ordered = matching.select_related("owner", "schedule").order_by("pk")
     after: uuid.UUID | None = None
+    started: set[str] = set()
     while True:
         page = ordered if after is None else ordered.filter(pk__gt=after)
         batch = list(page[:size])
         if not batch:
             return
         after = batch[-1].pk
-        started = set(result.started)
+        started.update(result.started[len(started) :])
         yield [run for run in batch if str(run.pk) not in started]
