@@ -15,6 +15,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client, override_settings
 from django.urls import reverse
+from django.utils import timezone
 
 from django_weft.models import Run, RunStatus, Schedule
 from django_weft.operations import start
@@ -142,3 +143,24 @@ def test_run_page_links_a_retry_both_ways_and_keeps_the_schedule(owner: Any) -> 
     assert reverse("admin:django_weft_run_change", args=[run.pk]) in page
     assert reverse("admin:django_weft_schedule_change", args=[schedule.pk]) in page
     assert first.schedule == schedule
+
+
+def test_all_matching_without_a_filter_says_every_run_and_words_the_date_drill(
+    root: Any, owner: Any, other: Any
+) -> None:
+    """No filter: "every run"; the date drill-down is worded too; the owner's delete of
+    another user's run is refused and counted."""
+    runs = [failed(owner), failed(other)]
+    client = client_of(root)
+    page = act(client, "delete_action", runs[:1], index="0", select_across="1")
+    assert "Delete all 2 runs matching this filter?" in page.content.decode()
+    assert "No filter: every run." in page.content.decode()
+    year = timezone.localtime(runs[0].created_at).year
+    drilled = f"{RUNS}?created_at__year={year}"
+    page = act(client, "delete_action", runs[:1], drilled, index="0", select_across="1")
+    assert f"created in {year}" in page.content.decode()
+    response = act(client_of(owner), "delete_action", runs, post="yes")
+    [said] = messages_of(response)
+    assert said.startswith("Deleted 1 run; 1 refused: 1 forbidden")
+    assert "django_weft.delete_run" in said
+    assert list(Run.objects.all()) == [runs[1]]
