@@ -5,7 +5,8 @@ the live sockets and the admin's views, in Django's model permissions.
   abort the run, and may change, delete and run the schedule now;
 - ``django_weft.view_run`` / ``view_schedule`` see every run / schedule in full (an
   operator); everyone else signed in sees other people's rows as a guest;
-- ``add_run`` may start runs, ``change_run`` may abort anyone's run;
+- ``add_run`` may start runs, ``change_run`` may abort anyone's run, ``delete_run`` may
+  delete anyone's finished run (an owner may delete their own);
 - ``add_schedule`` may create schedules, ``change_schedule`` may change and run anyone's
   schedule now, ``delete_schedule`` may delete anyone's schedule;
 - ``add_module`` may store modules (the creator owns them); a module's owner or
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 VIEW_RUN = "django_weft.view_run"
 ADD_RUN = "django_weft.add_run"
 CHANGE_RUN = "django_weft.change_run"
+DELETE_RUN = "django_weft.delete_run"
 VIEW_SCHEDULE = "django_weft.view_schedule"
 ADD_SCHEDULE = "django_weft.add_schedule"
 CHANGE_SCHEDULE = "django_weft.change_schedule"
@@ -113,6 +115,10 @@ def may_start_runs(user: User) -> bool:
 
 def may_abort_run(user: User, run: Owned) -> bool:
     return may(user, CHANGE_RUN, run)
+
+
+def may_delete_run(user: User, run: Owned) -> bool:
+    return may(user, DELETE_RUN, run)
 
 
 def may_manage_module(user: User, module: Owned) -> bool:

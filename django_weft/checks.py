@@ -109,6 +109,7 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
         )
     messages += _check_live_settings()
     messages += _check_prune_settings()
+    messages += _check_bulk_settings()
     messages += connection_problems()
     if not settings.USE_TZ:
         messages.append(
@@ -178,6 +179,18 @@ def _check_prune_settings() -> list[CheckMessage]:
             )
         )
     return messages
+
+
+def _check_bulk_settings() -> list[CheckMessage]:
+    size = weft_settings.raw("WEFT_BULK_BATCH_SIZE")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        return [
+            Error(
+                f"WEFT_BULK_BATCH_SIZE must be a positive whole number, not {size!r}.",
+                id="django_weft.E080",
+            )
+        ]
+    return []
 
 
 @register()

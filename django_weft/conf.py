@@ -140,6 +140,9 @@ class WeftSettings:
     PRUNE_BATCH_SIZE: Setting[int] = Setting(1000, int)
     """How many runs one pruning transaction deletes at most."""
 
+    BULK_BATCH_SIZE: Setting[int] = Setting(500, int)
+    """How many runs one transaction of a bulk retry, abort or delete handles at most."""
+
     # -- the sandbox (docs/sandbox.md) ------------------------------------------------------
 
     SANDBOX_RUNNER: Setting[str] = Setting("django_weft.sandbox.runner.ProcessRunner", str)

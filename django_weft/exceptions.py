@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from django.utils.translation import gettext
+
 
 class WeftError(Exception):
     """Base class of every error django-weft raises on purpose."""
@@ -119,6 +121,14 @@ class RunFinished(WeftError):
         self.run_id = run_id
         self.status = status
         super().__init__(f"run {run_id} has already finished ({status})")
+
+
+class RunNotFound(WeftError, LookupError):
+    """No run has this id (any more): it was never started, or it was deleted."""
+
+    def __init__(self, run_id: object) -> None:
+        self.run_id = run_id
+        super().__init__(gettext("there is no run %(id)s") % {"id": run_id})
 
 
 class RunNotFinished(WeftError):

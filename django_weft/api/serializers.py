@@ -53,9 +53,15 @@ class RunGuestSerializer(serializers.Serializer[Run]):
     version = serializers.IntegerField(
         read_only=True, help_text="1 when started, one more at every change of the run."
     )
+    retry_of = serializers.UUIDField(
+        read_only=True, allow_null=True, help_text="The run this one retries."
+    )
+    retries = serializers.ListField(
+        child=serializers.UUIDField(), read_only=True, help_text="The runs that retry this one."
+    )
 
     def to_representation(self, instance: Run) -> dict[str, Any]:
-        return projections.guest_run(instance)
+        return {**projections.guest_run(instance), **retry_links(instance)}
 
 
 class RunOwnerSerializer(RunGuestSerializer):
@@ -75,7 +81,19 @@ class RunOwnerSerializer(RunGuestSerializer):
     state_revision = serializers.IntegerField(read_only=True, allow_null=True)
 
     def to_representation(self, instance: Run) -> dict[str, Any]:
-        return projections.owner_run(instance)
+        return {**projections.owner_run(instance), **retry_links(instance)}
+
+
+def retry_links(run: Run) -> dict[str, Any]:
+    """The run ``run`` retries and the runs that retry it, oldest first, by id.
+
+    Both views show them: a guest sees which runs exist anyway. The API's run queryset
+    prefetches ``retries``; elsewhere they are one query.
+    """
+    return {
+        "retry_of": str(run.retry_of_id) if run.retry_of_id is not None else None,
+        "retries": [str(retry.pk) for retry in run.retries.all()],
+    }
 
 
 class ScheduleGuestSerializer(serializers.ModelSerializer[Schedule]):
@@ -190,7 +208,7 @@ class RunViewSerializer(ViewerSerializer[Run]):
     guest_class = RunGuestSerializer
 
     def view(self, user: User, obj: Run) -> Any:
-        return projections.run_for(user, obj)
+        return {**projections.run_for(user, obj), **retry_links(obj)}
 
 
 class ScheduleViewSerializer(ViewerSerializer[Schedule]):
@@ -244,4 +262,50 @@ class RefusalSerializer(serializers.Serializer[Any]):
             "not_finished",
             "refused",
         ]
+    )
+
+
+class RunBulkSerializer(serializers.Serializer[Any]):
+    """The body of a bulk action: exactly one of ``ids`` and ``filter``.
+
+    It describes the body for the schema; the body itself is read by
+    :func:`django_weft.api.bulk.parse_selection`.
+    """
+
+    ids = serializers.ListField(
+        child=serializers.UUIDField(),
+        required=False,
+        min_length=1,
+        max_length=operations.MAX_BULK_IDS,
+        help_text=f"The runs to act on: 1 to {operations.MAX_BULK_IDS} run ids.",
+    )
+    filter = RunFilterSerializer(
+        required=False,
+        help_text="Every run the run list shows with these filters ({} is every run).",
+    )
+
+
+class BulkReasonSerializer(serializers.Serializer[Any]):
+    """Runs refused for one reason: how many, and the words of the first refusal."""
+
+    count = serializers.IntegerField()
+    detail = serializers.CharField()
+
+
+class BulkResultSerializer(serializers.Serializer[Any]):
+    """What a bulk action did (:class:`django_weft.operations.BulkResult`)."""
+
+    action = serializers.ChoiceField(choices=["retry", "abort", "delete"])
+    done = serializers.IntegerField(help_text="Runs retried, aborted or deleted.")
+    refused = serializers.IntegerField(help_text="Runs left as they were.")
+    batches = serializers.IntegerField(help_text="Transactions committed, one per batch.")
+    reasons = serializers.DictField(
+        child=BulkReasonSerializer(),
+        help_text=(
+            "Refused runs by reason code: forbidden, finished, not_finished, not_found, "
+            "already_requested, concurrency_limit, invalid, refused."
+        ),
+    )
+    started = serializers.ListField(
+        child=serializers.UUIDField(), help_text="The runs a bulk retry started."
     )

@@ -1,4 +1,4 @@
-"""The REST API: schedules (CRUD and run now) and runs (list, read, start, abort).
+"""The REST API: schedules (CRUD and run now) and runs (list, read, start, abort, bulk).
 
 The views stay thin: who may do what is decided by :mod:`django_weft.operations`, which
 every write goes through, as the admin's and the sockets' do; what a row looks like to
@@ -14,10 +14,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import InterfaceError, OperationalError
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
@@ -39,10 +38,14 @@ from rest_framework.settings import api_settings
 
 from django_weft import operations
 from django_weft.api import schema as _schema  # noqa: F401  (registers the schema extension)
+from django_weft.api.bulk import parse_selection
 from django_weft.api.parsers import BoundedJSONParser
+from django_weft.api.run_filters import filter_runs
 from django_weft.api.serializers import (
+    BulkResultSerializer,
     NoBodySerializer,
     RefusalSerializer,
+    RunBulkSerializer,
     RunFilterSerializer,
     RunStartSerializer,
     RunViewSerializer,
@@ -68,6 +71,11 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 RETRY_AFTER_OUTAGE = 5
 
 logger = logging.getLogger("django_weft.api")
+
+#: The runs that retry each run of a page, read in one query for the whole page.
+RETRIES = Prefetch(
+    "retries", queryset=Run.objects.only("id", "retry_of").order_by("created_at", "pk")
+)
 
 BAD_REQUEST = OpenApiResponse(
     OpenApiTypes.OBJECT, description="Invalid input: the body maps each bad field to messages."
@@ -188,8 +196,10 @@ class RunViewSet(
 ):
     """Runs: every signed-in user may list and read them; see the permissions module."""
 
-    queryset = Run.objects.select_related("owner", "schedule", "state").order_by(
-        "-created_at", "-pk"
+    queryset = (
+        Run.objects.select_related("owner", "schedule", "state")
+        .prefetch_related(RETRIES)
+        .order_by("-created_at", "-pk")
     )
     serializer_class = RunViewSerializer
     permission_classes = API_PERMISSIONS
@@ -202,6 +212,8 @@ class RunViewSet(
             return RunStartSerializer
         if self.action == "abort":
             return NoBodySerializer
+        if self.action == "bulk":
+            return RunBulkSerializer
         return RunViewSerializer
 
     def reply(self, run: Run, status_code: int = status.HTTP_200_OK) -> Response:
@@ -213,17 +225,7 @@ class RunViewSet(
         queryset = super().get_queryset()
         if self.action != "list":
             return queryset
-        filters = RunFilterSerializer(data=self.request.query_params)
-        filters.is_valid(raise_exception=True)
-        given = filters.validated_data
-        if "job" in given:
-            queryset = queryset.filter(job=given["job"])
-        if "status" in given:
-            queryset = queryset.filter(status=given["status"])
-        if "owner" in given:
-            username_field = get_user_model().USERNAME_FIELD
-            queryset = queryset.filter(**{f"owner__{username_field}": given["owner"]})
-        return queryset
+        return filter_runs(queryset, self.request.query_params)
 
     @extend_schema(
         summary="Start a run",
@@ -286,6 +288,37 @@ class RunViewSet(
             operations.abort_for(request.user, run)
         run = self.get_queryset().get(pk=run.pk)
         return self.reply(run, status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        summary="Retry, abort or delete many runs",
+        description=(
+            "The runs named by ids (at most "
+            f"{operations.MAX_BULK_IDS}), or every run the run list shows with the given "
+            "filter. Each run is judged as its single action judges it (retry: see it in "
+            "full, add_run, finished; abort: own it or change_run, unfinished; delete: own "
+            "it or delete_run, finished); refused runs are counted by reason, the others "
+            "done, in batches of WEFT_BULK_BATCH_SIZE runs, each its own transaction."
+        ),
+        parameters=[
+            OpenApiParameter(
+                "kind",
+                str,
+                OpenApiParameter.PATH,
+                enum=list(operations.BULK_ACTIONS),
+                description="What to do to each run.",
+            )
+        ],
+        request=RunBulkSerializer,
+        responses={200: BulkResultSerializer, 400: BAD_REQUEST, 403: FORBIDDEN, 503: UNAVAILABLE},
+    )
+    @action(detail=False, methods=["post"], url_path=r"bulk/(?P<kind>[^/.]+)", url_name="bulk")
+    def bulk(self, request: Request, kind: str) -> Response:
+        """Do ``kind`` to each selected run; 200 with what was done and refused."""
+        with refusals():
+            chosen = operations.parse_action(kind)
+            selection = parse_selection(request.data, self.get_queryset())
+            result = operations.bulk_for(request.user, chosen, **selection)
+        return Response(BulkResultSerializer(result).data)
 
 
 @extend_schema_view(

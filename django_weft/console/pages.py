@@ -88,6 +88,9 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
         "length": duration(run_length(run.started_at, run.finished_at, now)),
         "may_abort": not run.is_finished and access.may_abort_run(user, run),
         "may_retry": run.is_finished and full and access.may_start_runs(user),
+        # Which runs exist is no secret from a guest: both views link a retry both ways.
+        "retry_of": run.retry_of_id,
+        "retries": list(run.retries.order_by("created_at", "pk").values_list("pk", flat=True)),
     }
     if not full:
         return context

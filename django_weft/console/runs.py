@@ -8,7 +8,6 @@ action goes through :mod:`django_weft.operations`.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
@@ -23,11 +22,10 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from django_weft import operations
-from django_weft.console import formatting, pages, visibility
+from django_weft.console import bulk_actions, formatting, pages, visibility
 from django_weft.console.refusals import act
 from django_weft.live import projections
 from django_weft.models import Run
-from django_weft.models.run import UNFINISHED
 from django_weft.timing import clocks
 
 if TYPE_CHECKING:
@@ -46,7 +44,7 @@ class RunAdmin(RunAdminBase):
     list_filter = ["status", "job", "queue", "owner"]
     list_select_related = ["owner", "schedule"]
     search_fields = [*visibility.PUBLIC_RUN_SEARCH, *visibility.PRIVATE_RUN_SEARCH]
-    actions = ["abort_action"]
+    actions = ["retry_action", "abort_action", "delete_action"]
     date_hierarchy = "created_at"
 
     class Media:
@@ -178,16 +176,19 @@ class RunAdmin(RunAdminBase):
         self.message_user(request, f"Run {run.pk} retried as run {retried.pk}.", messages.SUCCESS)
         return redirect("admin:django_weft_run_change", retried.pk)
 
-    def has_abort_permission(self, request: HttpRequest) -> bool:
-        """Anyone signed in may abort their own runs; change_run, anyone's."""
+    def has_bulk_permission(self, request: HttpRequest) -> bool:
+        """Anyone signed in may act on their own runs; each run is judged by the service
+        layer (change_run aborts anyone's, delete_run deletes anyone's)."""
         return bool(request.user.is_authenticated)
 
-    @admin.action(description="Abort selected runs", permissions=["abort"])
-    def abort_action(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        requested = 0
-        for run in queryset.filter(status__in=UNFINISHED):
-            if act(
-                self, request, f"run {run.pk}", partial(operations.abort_for, request.user, run)
-            ):
-                requested += 1
-        self.message_user(request, f"Abort requested for {requested} run(s).")
+    @admin.action(description=bulk_actions.LABELS["retry"], permissions=["bulk"])
+    def retry_action(self, request: HttpRequest, queryset: QuerySet[Run]) -> HttpResponse | None:
+        return bulk_actions.run_bulk_action(self, request, queryset, "retry")
+
+    @admin.action(description=bulk_actions.LABELS["abort"], permissions=["bulk"])
+    def abort_action(self, request: HttpRequest, queryset: QuerySet[Run]) -> HttpResponse | None:
+        return bulk_actions.run_bulk_action(self, request, queryset, "abort")
+
+    @admin.action(description=bulk_actions.LABELS["delete"], permissions=["bulk"])
+    def delete_action(self, request: HttpRequest, queryset: QuerySet[Run]) -> HttpResponse | None:
+        return bulk_actions.run_bulk_action(self, request, queryset, "delete")

@@ -55,7 +55,9 @@ class StartRequest:
     ``key`` is an idempotency key (the owner's own: see :func:`scoped_key`); a resent
     start with it gets the run the first one made. ``priority`` and ``queue`` default to
     the job's; ``not_before`` keeps any worker from claiming the run before that moment
-    (a task's ``run_after``). The args are checked when the run is written, against the
+    (a task's ``run_after``). ``retry_of`` is the finished run this one retries: the new
+    run links to it and keeps its schedule (not its due, which that run holds). The args
+    are checked when the run is written, against the
     job's serializer; a priority outside -100..100 is refused here, with a ``ValueError``
     naming it.
     """
@@ -67,6 +69,7 @@ class StartRequest:
     priority: int | None = None
     queue: str | None = None
     not_before: datetime | None = None
+    retry_of: Run | None = None
 
     def __post_init__(self) -> None:
         if self.priority is not None:
@@ -159,6 +162,7 @@ def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Ru
         concurrency_key=concurrency_key,
         queue=request.queue,
         not_before=request.not_before,
+        retry_of=request.retry_of,
     )
     # Only a keyed start can lose an insert race it must survive (by returning the
     # winner), so only it pays for a savepoint; a schedule's fire has its own.
@@ -212,19 +216,26 @@ def new_run(
     concurrency_key: str = "",
     queue: str | None = None,
     not_before: datetime | None = None,
+    retry_of: Run | None = None,
 ) -> Run:
     """The unsaved row of a new run of ``job`` with already validated ``stored`` args.
 
     ``not_before`` is kept as the run's ``run_after`` and gates its first claim as a
-    retry's ``retry_at`` does, so the worker's wake-up includes it.
+    retry's ``retry_at`` does, so the worker's wake-up includes it. A retry (``retry_of``)
+    links to the run it retries and keeps its schedule.
     """
+    if slot is not None:
+        schedule: Schedule | None = slot.schedule
+    else:
+        schedule = retry_of.schedule if retry_of is not None else None
     return Run(
         id=uuid.uuid4(),
         job=job.name,
         job_version=job.version,
         args=stored,
         owner=cast(Any, owner),  # AUTH_USER_MODEL, whatever class the project swapped in
-        schedule=slot.schedule if slot is not None else None,
+        schedule=schedule,
+        retry_of=retry_of,
         due=slot.due if slot is not None else None,
         idempotency_key=key,
         concurrency_key=concurrency_key,

@@ -15,6 +15,8 @@ class AuditAction(models.TextChoices):
     """An abort of a run was requested."""
     RETRY = "retry", "retry a run"
     """A finished run was retried; ``details['run']`` is the new run."""
+    RUN_DELETE = "run_delete", "delete a run"
+    """A finished run was deleted; the record keeps its id and what it was."""
     RUN_NOW = "run_now", "run a schedule now"
     """A schedule was run now; ``details['run']`` is the run it started."""
     SCHEDULE_CREATE = "schedule_create", "create a schedule"

@@ -113,6 +113,14 @@ class Run(models.Model):
     due = models.DateTimeField(
         null=True, blank=True, help_text="The slot a schedule armed this run for."
     )
+    retry_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="retries",
+        help_text="The run this one retries (started by a retry of it).",
+    )
     # NULL, not "", for no key: the unique constraint then only covers runs that have one.
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     concurrency_key = models.CharField(max_length=200, blank=True, default="")

@@ -13,6 +13,8 @@ Rules beyond the model permissions (see docs/security.md):
   changing a schedule's job or args all need ``add_run``; changing another user's
   schedule's job or args makes the editor its owner, so nobody runs a job as someone
   else;
+- deleting a run needs to own it or ``delete_run``, and the run must have finished;
+- a bulk retry, abort or delete judges each run on its own, as the single call does;
 - *run now* and *retry* start runs, so they need ``add_run`` besides the right to act on
   the schedule or see the run in full;
 - pausing a queue stops everyone's runs: it needs ``pause_queue``;
@@ -26,9 +28,9 @@ change. A refused call, or one that changes nothing (an abort asked again, a pau
 paused queue), leaves no record.
 
 Callers import from here (``operations.start_for``): the modules behind it split the
-layer by what it acts on (``runs``, ``schedules``, ``queues``, ``modules``,
-``documents``), with ``base`` for what every checked call uses and ``refusals`` for how
-a refusal is described. It is one layer and one front door, in small rooms.
+layer by what it acts on (``runs``, ``bulk`` for many runs at once, ``schedules``,
+``queues``, ``modules``, ``documents``), with ``base`` for what every checked call uses
+and ``refusals`` for how a refusal is described. It is one layer and one front door, in small rooms.
 """
 
 from __future__ import annotations
@@ -36,6 +38,18 @@ from __future__ import annotations
 from django_weft.engine.auditing import entry_point
 from django_weft.engine.starting import StartRequest
 from django_weft.operations.base import WHAT_RUNS, record
+from django_weft.operations.bulk import (
+    ACTIONS as BULK_ACTIONS,
+)
+from django_weft.operations.bulk import (
+    MAX_IDS as MAX_BULK_IDS,
+)
+from django_weft.operations.bulk import (
+    BulkResult,
+    bulk_for,
+    parse_action,
+    parse_ids,
+)
 from django_weft.operations.documents import change_document, open_document
 from django_weft.operations.modules import approve_module_for, delete_module_for, save_module_for
 from django_weft.operations.queues import pause_queue_for, resume_queue_for
@@ -46,6 +60,7 @@ from django_weft.operations.runs import (
     abort,
     abort_for,
     astart,
+    delete_run_for,
     parse_start,
     require_start,
     retry_for,
@@ -65,23 +80,30 @@ from django_weft.operations.schedules import (
 )
 
 __all__ = [
+    "BULK_ACTIONS",
+    "MAX_BULK_IDS",
     "REFUSALS",
     "REQUEST_ID_LENGTH",
     "WHAT_RUNS",
+    "BulkResult",
     "StartRequest",
     "aabort",
     "abort",
     "abort_for",
     "approve_module_for",
     "astart",
+    "bulk_for",
     "change_document",
     "create_schedule_for",
     "delete_module_for",
+    "delete_run_for",
     "delete_schedule_for",
     "describe_refusal",
     "edit_schedule_for",
     "entry_point",
     "open_document",
+    "parse_action",
+    "parse_ids",
     "parse_start",
     "pause_queue_for",
     "record",

@@ -12,6 +12,7 @@ from django_weft.exceptions import (
     InvalidIdempotencyKey,
     RunFinished,
     RunNotFinished,
+    RunNotFound,
     UnknownJob,
     WeftError,
 )
@@ -21,8 +22,8 @@ def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict
     """``(code, message, fields)`` of a refusal, as every entry point shows it.
 
     ``code`` is ``invalid`` (bad input; ``fields`` names each bad field), ``forbidden``,
-    ``finished``, ``not_finished``, ``concurrency_limit``, ``idempotency_key_reused``,
-    or ``refused`` for any other refusal.
+    ``finished``, ``not_finished``, ``not_found``, ``concurrency_limit``,
+    ``idempotency_key_reused``, or ``refused`` for any other refusal.
     """
     if isinstance(error, ValidationError):
         if not hasattr(error, "error_dict"):  # raised without naming a field
@@ -41,6 +42,8 @@ def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict
         return "finished", str(error), {}
     if isinstance(error, RunNotFinished):
         return "not_finished", str(error), {}
+    if isinstance(error, RunNotFound):
+        return "not_found", str(error), {}
     if isinstance(error, ConcurrencyLimitReached):
         return "concurrency_limit", str(error), {}
     if isinstance(error, IdempotencyKeyReused):

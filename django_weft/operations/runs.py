@@ -17,12 +17,14 @@ from django_weft.engine.starting import StartRequest
 from django_weft.exceptions import (
     RunFinished,
     RunNotFinished,
+    RunNotFound,
 )
 from django_weft.jobs.registry import Job, registry
 from django_weft.live import publisher
 from django_weft.live.changes import Changes
 from django_weft.models import (
     AuditAction,
+    Document,
     Run,
 )
 from django_weft.timing import clocks
@@ -192,7 +194,7 @@ def retry_for(user: User, run: Run) -> Run:
     """A new run of ``run``'s job with its args, started by (and owned by) ``user``.
 
     Needs to see the run in full (its args are reused) and to start runs; the run must
-    have finished.
+    have finished. The new run links to ``run`` (``retry_of``) and keeps its schedule.
     """
     require(
         access.sees_run_in_full(user, run),
@@ -202,9 +204,36 @@ def retry_for(user: User, run: Run) -> Run:
     )
     if not run.is_finished:
         raise RunNotFinished(run.pk, run.status)
-    again = StartRequest(registry.get(run.job), run.args, priority=run.priority)
+    again = StartRequest(registry.get(run.job), run.args, priority=run.priority, retry_of=run)
     with transaction.atomic():
         retried, _ = _start_as(user, again)
         made = {"run": str(retried.pk)}
         record(user, AuditAction.RETRY, run, text=f"Retried as run {retried.pk}", details=made)
     return retried
+
+
+def delete_run_for(user: User, run: Run) -> None:
+    """Delete ``run`` (with its attempts; its state document goes with it).
+
+    Needs to own the run or ``django_weft.delete_run``; the run must have finished, so no
+    worker is executing what is deleted. Runs that retried it keep their place, with no
+    link back. The deletion is on record, under the run's id. Live watchers are not told:
+    a deleted run is not published, as a pruned one is not.
+    """
+    require(
+        access.may_delete_run(user, run),
+        f"delete run {run.pk}",
+        access.DELETE_RUN,
+        or_owner=True,
+    )
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().filter(pk=run.pk).first()
+        if locked is None:
+            raise RunNotFound(run.pk)
+        if not locked.is_finished:
+            raise RunNotFinished(run.pk, locked.status)
+        record(user, AuditAction.RUN_DELETE, locked, text="Deleted")
+        state = locked.state_id
+        locked.delete()
+        if state is not None:
+            Document.objects.filter(pk=state).delete()

@@ -1,8 +1,8 @@
 """The console in a real browser (Debian's chromium) on a real server (``runjobs --http``).
 
 The overview and a run page follow runs the server's own worker executes, over the
-socket; the buttons work; the page's ANSI renderer says what the server's says; the run
-list and the overview fit a 1280 px window.
+socket; the buttons work; ticked runs are retried from the list; the page's ANSI
+renderer says what the server's says; the run list and the overview fit a 1280 px window.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 from playwright.sync_api import Browser, expect
 
 from django_weft.console.ansi import to_html
@@ -24,6 +25,7 @@ from tests.jobs import broken, build, gated, open_gate
 pytestmark = pytest.mark.django_db(transaction=True)
 
 OVERVIEW = "/admin/django_weft/overview/"
+RUNS = "/admin/django_weft/run/"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -166,3 +168,37 @@ def test_console_browser_lists_fit_1280_px(browser: Browser, server: str) -> Non
         ".map((code) => code.getClientRects().length)"
     )
     assert lines == [1, 1, 1, 1, 1], "five runs, each id on one line"
+
+
+def failed_run() -> Run:
+    """A failed run of tests.noop, written finished so no worker claims it first."""
+    ended = timezone.now() - timedelta(minutes=1)
+    return Run.objects.create(
+        job="tests.noop",
+        status=RunStatus.FAILED,
+        created_at=ended - timedelta(seconds=1),
+        started_at=ended - timedelta(seconds=1),
+        finished_at=ended,
+    )
+
+
+def test_console_browser_retries_the_selected_runs(browser: Browser, server: str) -> None:
+    """Ticking two runs and choosing "Retry selected runs" retries those two and no other,
+    says so, and a retry's page links to its run, whose page links back."""
+    first, second, left = failed_run(), failed_run(), failed_run()
+    page = admin_page(browser, server, "root", RUNS)
+    for run in (first, second):
+        page.locator("#result_list tbody tr", has=page.locator(f"code[title='{run.pk}']")).locator(
+            "input[type=checkbox]"
+        ).check()
+    page.select_option("select[name=action]", "retry_action")
+    page.click("button[name=index]")
+    expect(page.locator(".messagelist")).to_contain_text("Retried 2 runs.")
+    retries = {run.retry_of_id: run for run in Run.objects.filter(retry_of__isnull=False)}
+    assert set(retries) == {first.pk, second.pk}
+    assert not Run.objects.filter(retry_of=left).exists()
+    page.goto(f"{server}{RUNS}{retries[first.pk].pk}/change/")
+    link = page.locator("tr.weft-retry-of a")
+    expect(link).to_contain_text(str(first.pk))
+    link.click()
+    expect(page.locator("tr.weft-retries")).to_contain_text(str(retries[first.pk].pk))
