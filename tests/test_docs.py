@@ -25,6 +25,7 @@ import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import urllib.request
@@ -431,7 +432,7 @@ def test_docs_tutorial_preview_is_what_runjobs_prints_for_the_demo() -> None:
     assert shown, "docs/tutorial.md has no preview block"
     call_command("demo", stdout=io.StringIO())
     printed = io.StringIO()
-    call_command(*shown.group(1).split(), stdout=printed)
+    call_command(*shlex.split(shown.group(1)), stdout=printed)
     lines = printed.getvalue().splitlines()
     position = 0
     for line in shown.group(2).splitlines():
