@@ -15,6 +15,7 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
 
 from django_weft import access
 from django_weft.access import User
@@ -32,10 +33,10 @@ def overview_context(user: User, now: datetime, zone: tzinfo) -> dict[str, Any]:
     return {
         "overview": overview,
         "hour_chart": bar_chart(
-            "Runs finished and failed a minute, last hour", overview.last_hour, zone
+            _("Runs finished and failed a minute, last hour"), overview.last_hour, zone
         ),
         "day_chart": bar_chart(
-            "Runs finished and failed a minute (10-minute averages), last day",
+            _("Runs finished and failed a minute (10-minute averages), last day"),
             overview.last_day,
             zone,
         ),
@@ -92,9 +93,9 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
     if not full:
         return context
     if run.abort_requested_at is not None:
-        context["times"].append(("abort requested", moment(run.abort_requested_at, zone)))
+        context["times"].append((_("abort requested"), moment(run.abort_requested_at, zone)))
     if run.retry_at is not None:
-        context["times"].append(("retry not before", moment(run.retry_at, zone)))
+        context["times"].append((_("retry not before"), moment(run.retry_at, zone)))
     state = run.state.data if run.state is not None else None
     output = state.get("output") if isinstance(state, dict) else None
     rest = (

@@ -14,6 +14,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext_lazy as _
 
 from django_weft import access
 from django_weft.console import formatting
@@ -32,22 +33,22 @@ class ScheduleColumns:
 
     admin_site: admin.AdminSite
 
-    @admin.display(description="plan")
+    @admin.display(description=_("plan"))
     def plan(self, schedule: Schedule) -> str:
         return plan_words(schedule)
 
-    @admin.display(description="state")
+    @admin.display(description=_("state"))
     def state(self, schedule: Schedule) -> str:
         return state_words(schedule)
 
-    @admin.display(description="job", ordering="job")
+    @admin.display(description=_("job"), ordering="job")
     def job_name(self, schedule: Schedule) -> str:
         """The job's name, free to wrap after each dot in a narrow column."""
         return format_html_join(
             mark_safe(".<wbr>"), "{}", ((part,) for part in schedule.job.split("."))
         )
 
-    @admin.display(description="next due", ordering="next_due")
+    @admin.display(description=_("next due"), ordering="next_due")
     def next_due_at(self, schedule: Schedule) -> str:
         """When an armed row fires next; for any other, where it stands ("fired, done").
 
@@ -67,19 +68,19 @@ class ScheduleColumns:
             "<span class='nowrap'>{}</span> <span class='nowrap'>{}</span>", day, time
         )
 
-    @admin.display(description="last due")
+    @admin.display(description=_("last due"))
     def last_due_at(self, schedule: Schedule) -> str:
         return _moment(schedule, schedule.last_due)
 
-    @admin.display(description="last started")
+    @admin.display(description=_("last started"))
     def last_started_at(self, schedule: Schedule) -> str:
         return _moment(schedule, schedule.last_started)
 
-    @admin.display(description="last ended")
+    @admin.display(description=_("last ended"))
     def last_ended_at(self, schedule: Schedule) -> str:
         return _moment(schedule, schedule.last_ended)
 
-    @admin.display(description="last error", ordering="last_error_message")
+    @admin.display(description=_("last error"), ordering="last_error_message")
     def last_error(self, schedule: Schedule) -> str:
         """The last error cut to one line; the whole of it on hover and on the page."""
         if not schedule.last_error_message:
@@ -90,7 +91,7 @@ class ScheduleColumns:
             schedule.last_error_message,
         )
 
-    @admin.display(description="parked")
+    @admin.display(description=_("parked"))
     def parked_because(self, schedule: Schedule) -> str:
         """The page's word on a parked row: why, and what makes it fire again."""
         reason = parked_reason(schedule)
@@ -115,7 +116,7 @@ class ScheduleColumns:
             )
         return format_html("<strong>{}</strong>. {}", reason, remedy)
 
-    @admin.display(description="next fires")
+    @admin.display(description=_("next fires"))
     def next_fires(self, schedule: Schedule) -> str:
         """The coming fires in UTC and in the row's zone, with DST notes in words.
 
@@ -126,7 +127,7 @@ class ScheduleColumns:
             fires_preview(schedule, clocks.now()).html(),
         )
 
-    @admin.display(description="recent runs")
+    @admin.display(description=_("recent runs"))
     def recent_runs(self, schedule: Schedule) -> str:
         """The schedule's last runs, each linked to its page, and a link to all of them."""
         if schedule.pk is None:

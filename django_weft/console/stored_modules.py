@@ -24,6 +24,7 @@ from django.http import (
 )
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from django_weft import access, operations
 from django_weft.console import refusals
@@ -64,14 +65,14 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
     def has_add_permission(self, request: HttpRequest, obj: Module | None = None) -> bool:
         return False
 
-    @admin.display(description="approved")
+    @admin.display(description=_("approved"))
     def approval(self, revision: ModuleRevision) -> str:
         if revision.approved_at is None:
             return "no"
         by = revision.approved_by or "the project's code"
         return f"by {by}, {revision.approved_at:%Y-%m-%d %H:%M}"
 
-    @admin.display(description="source")
+    @admin.display(description=_("source"))
     def source_text(self, revision: ModuleRevision) -> str:
         return format_html("<pre class='weft-module-source'>{}</pre>", revision.source)
 
@@ -85,7 +86,7 @@ class ModuleAdmin(refusals.RefusalsOnTheForm, ModuleAdminBase):
     actions = ["approve_action"]
     change_form_template = "admin/django_weft/module/change_form.html"
 
-    @admin.display(description="runs")
+    @admin.display(description=_("runs"))
     def runs(self, module: Module) -> str:
         """Which revision runs execute, and whether a later one waits for approval."""
         approved = module.approved
@@ -144,7 +145,7 @@ class ModuleAdmin(refusals.RefusalsOnTheForm, ModuleAdminBase):
         self._approve(request, module, revision)
         return HttpResponseRedirect(self._change_url(module.pk))
 
-    @admin.action(description="Approve the latest revision of selected modules")
+    @admin.action(description=_("Approve the latest revision of selected modules"))
     def approve_action(self, request: HttpRequest, queryset: QuerySet[Module]) -> None:
         for module in queryset:
             self._approve(request, module, module.revision)
