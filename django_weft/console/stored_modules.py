@@ -68,9 +68,11 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
     @admin.display(description=_("approved"))
     def approval(self, revision: ModuleRevision) -> str:
         if revision.approved_at is None:
-            return "no"
-        by = revision.approved_by or "the project's code"
-        return f"by {by}, {revision.approved_at:%Y-%m-%d %H:%M}"
+            return str(_("no"))
+        by = revision.approved_by or _("the project's code")
+        return str(
+            _("by %(by)s, %(at)s") % {"by": by, "at": f"{revision.approved_at:%Y-%m-%d %H:%M}"}
+        )
 
     @admin.display(description=_("source"))
     def source_text(self, revision: ModuleRevision) -> str:
@@ -91,10 +93,15 @@ class ModuleAdmin(refusals.RefusalsOnTheForm, ModuleAdminBase):
         """Which revision runs execute, and whether a later one waits for approval."""
         approved = module.approved
         if approved is None:
-            return f"nothing: revision {module.revision} waits for approval"
+            return str(
+                _("nothing: revision %(waiting)d waits for approval") % {"waiting": module.revision}
+            )
         if _waits(module):
-            return f"revision {approved.revision}; revision {module.revision} waits for approval"
-        return f"revision {approved.revision}"
+            return str(
+                _("revision %(approved)d; revision %(waiting)d waits for approval")
+                % {"approved": approved.revision, "waiting": module.revision}
+            )
+        return str(_("revision %(approved)d") % {"approved": approved.revision})
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Module]:
         return super().get_queryset(request).select_related("owner", "approved")
@@ -141,7 +148,7 @@ class ModuleAdmin(refusals.RefusalsOnTheForm, ModuleAdminBase):
             return HttpResponseNotAllowed(["POST"])
         module = self.get_object(request, unquote(object_id))
         if module is None:
-            raise Http404(f"no module {object_id}")
+            raise Http404(_("no module %(module)s") % {"module": object_id})
         self._approve(request, module, revision)
         return HttpResponseRedirect(self._change_url(module.pk))
 
@@ -159,8 +166,14 @@ class ModuleAdmin(refusals.RefusalsOnTheForm, ModuleAdminBase):
             lambda: operations.approve_module_for(user, module, revision),
         )
         if approved is not None:
-            said = "runs execute it from now on" if approved else "it was approved already"
-            self.message_user(request, f"{module}: revision {revision}: {said}.", messages.SUCCESS)
+            said = (
+                _("%(module)s: revision %(revision)d: runs execute it from now on.")
+                if approved
+                else _("%(module)s: revision %(revision)d: it was approved already.")
+            )
+            self.message_user(
+                request, said % {"module": module, "revision": revision}, messages.SUCCESS
+            )
 
     def render_change_form(
         self,
