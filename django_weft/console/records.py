@@ -95,7 +95,10 @@ class DocumentAdmin(DocumentAdminBase):
 
     @admin.display(description=_("data"))
     def state_hidden(self, document: Document) -> str:
-        return "A run's state is shown to the run's owner and to users with django_weft.view_run."
+        return str(
+            _("A run's state is shown to the run's owner and to users with %(permission)s.")
+            % {"permission": "django_weft.view_run"}
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
