@@ -121,7 +121,7 @@ def test_browser_admin_edits_cron_runs_now_and_aborts(browser: Browser, server: 
     ).check()
     page.select_option("select[name=action]", "abort_action")
     page.click("button[name=index]")
-    expect(page.locator(".messagelist")).to_contain_text("Abort requested for 1 run(s).")
+    expect(page.locator(".messagelist")).to_contain_text("Abort requested for 1 run.")
     expect(run_row(owner, "sleep forever").locator(".phase")).to_have_text("aborted")
 
 
