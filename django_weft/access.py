@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from django.contrib import auth
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import PermissionsMixin
+from django.utils.translation import gettext as _
 
 from django_weft.conf import weft_settings
 from django_weft.loading import import_setting
@@ -105,8 +106,11 @@ def sees_schedule_in_full(user: User, schedule: Owned) -> bool:
 
 
 def refusal(verb: str, permission: str, *, or_owner: bool = False) -> str:
-    owner = ", or to be its owner" if or_owner else ""
-    return f"you may not {verb} (needs {permission}{owner})"
+    """The refusal of ``verb`` (already in the reader's language) for want of ``permission``."""
+    words = {"verb": verb, "permission": permission}
+    if or_owner:
+        return _("you may not %(verb)s (needs %(permission)s, or to be its owner)") % words
+    return _("you may not %(verb)s (needs %(permission)s)") % words
 
 
 def may_start_runs(user: User) -> bool:
@@ -145,7 +149,12 @@ def may_use_module(owner: User | None, module: Owned) -> bool:
 
 def module_use_refusal(name: str) -> str:
     """Why a start of ``name`` is refused, in the words the start and the run both use."""
-    return f'only its owner and users with {USE_MODULE} may call the stored module "{name}"'
+    return _(
+        'only its owner and users with %(permission)s may call the stored module "%(name)s"'
+    ) % {
+        "permission": USE_MODULE,
+        "name": name,
+    }
 
 
 #: The reason a schedule whose owner's user was deleted does not fire.
@@ -210,9 +219,9 @@ def owner_refusal(schedule: Schedule, may_start: set[Any]) -> str:
         return OWNER_REMOVED if schedule.owner_removed else ""
     name = owner.get_username()
     if not getattr(owner, "is_active", True):
-        return f"owner {name} is inactive"
+        return _("owner %(name)s is inactive") % {"name": name}
     if owner.pk not in may_start:
-        return f"owner {name} lacks {ADD_RUN}"
+        return _("owner %(name)s lacks %(permission)s") % {"name": name, "permission": ADD_RUN}
     return ""
 
 

@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "django_weft",
     "example_project.content",
     "example_project.shell",
+    "example_project.showcase",
 ]
 
 MIDDLEWARE = [

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install django-weft and run the example content site: SQLite, no services needed.
 #
-# Migrates, loads the demo schedules and users, then runs `manage.py runjobs --http`:
+# Migrates, loads the demo (schedules, users, and one run of each showcase job: coloured
+# output, a failure, a retry, a timeout), then runs `manage.py runjobs --http`:
 # the worker, the pages and the live sockets in one process, on the in-memory channel
 # layer. Ctrl-C stops it.
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
@@ -14,9 +15,13 @@ PORT="${PORT:-8000}"
 cat <<EOT
 
   django-weft example: one process runs the worker, the pages and the live sockets.
-    Shell:   http://127.0.0.1:$PORT/shell/   (owner/owner runs commands, guest/guest watches)
-    Content: http://127.0.0.1:$PORT/
-    Admin:   http://127.0.0.1:$PORT/admin/   (admin/admin)
+    Site:       http://127.0.0.1:$PORT/
+    Shell:      http://127.0.0.1:$PORT/shell/   (owner/owner runs commands, guest/guest watches)
+    Admin:      http://127.0.0.1:$PORT/admin/   (admin/admin)
+    Console:    http://127.0.0.1:$PORT/admin/django_weft/overview/
+    API:        http://127.0.0.1:$PORT/api/
+    Swagger UI: http://127.0.0.1:$PORT/api/schema/swagger-ui/
+    Redoc:      http://127.0.0.1:$PORT/api/schema/redoc/
     Preview the next week of fires:  $PY manage.py runjobs --plan 7d
   Ctrl-C stops it.
 

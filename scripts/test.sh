@@ -5,8 +5,8 @@
 #   WEFT_TEST_DATABASE=postgres WEFT_TEST_CHANNEL_LAYER=redis bash scripts/test.sh
 #
 # Either way the cross-process test uses Redis at 127.0.0.1:6379, the browser tests
-# Debian's chromium and the sandbox Debian's bubblewrap (both installed here with
-# apt-get when running as root).
+# Debian's chromium, the sandbox Debian's bubblewrap and the translation test GNU gettext
+# (all installed here with apt-get when running as root).
 #
 # Extra arguments go to pytest.
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
@@ -28,6 +28,17 @@ if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-ge
     echo "==> installing Debian's bubblewrap for the sandbox"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+fi
+# tests/test_i18n.py runs `makemessages`, which calls GNU gettext's xgettext and msguniq.
+if ! command -v xgettext >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "==> installing GNU gettext for the translation test"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gettext >/dev/null
+    else
+        echo "The translation test needs GNU gettext: sudo apt-get install -y gettext" >&2
+        exit 1
+    fi
 fi
 cd "$ROOT"
 echo "==> pytest on ${WEFT_TEST_DATABASE:-sqlite}"

@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "django_weft",
     "example_project.content",
     "example_project.shell",
+    "example_project.showcase",
     "tests",
 ]
 

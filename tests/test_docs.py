@@ -25,6 +25,7 @@ import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import urllib.request
@@ -421,17 +422,19 @@ def test_docs_tutorial_tests_pass_with_its_pytest_setup(new_project: Path) -> No
 
 
 @pytest.mark.django_db
-def test_docs_tutorial_preview_is_what_runjobs_prints_for_the_demo() -> None:
-    """Section 6's preview: on the demo's schedules, ``runjobs --plan 36h --since ...``
-    prints the lines the tutorial shows, in that order (``...`` stands for the others)."""
-    text = (ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("page", ["tutorial.md", "runjobs.md"])
+def test_docs_preview_is_what_runjobs_prints_for_the_demo(page: str) -> None:
+    """The first preview of the tutorial (section 6) and of runjobs.md: on a fresh demo
+    database, ``runjobs --plan 36h --since ...`` prints the lines the page shows, in that
+    order (``...`` stands for the others)."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
     shown = re.search(
         r"^```\n\$ python manage.py (runjobs --plan .*?)\n(.*?)^```$", text, re.M | re.S
     )
-    assert shown, "docs/tutorial.md has no preview block"
+    assert shown, f"docs/{page} has no preview block"
     call_command("demo", stdout=io.StringIO())
     printed = io.StringIO()
-    call_command(*shown.group(1).split(), stdout=printed)
+    call_command(*shlex.split(shown.group(1)), stdout=printed)
     lines = printed.getvalue().splitlines()
     position = 0
     for line in shown.group(2).splitlines():

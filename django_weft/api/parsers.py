@@ -15,6 +15,7 @@ from itertools import accumulate
 from typing import IO, Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
@@ -57,10 +58,13 @@ class BoundedJSONParser(JSONParser):
         try:
             text = body.decode(encoding)
         except (LookupError, UnicodeDecodeError) as error:
-            raise ParseError(f"JSON parse error - {error}") from None
+            raise ParseError(_("JSON parse error - %(error)s") % {"error": error}) from None
         if nests_deeper(text, MAX_JSON_DEPTH):
             raise ParseError(
-                f"JSON parse error - the body nests arrays and objects more than "
-                f"{MAX_JSON_DEPTH} levels deep"
+                _(
+                    "JSON parse error - the body nests arrays and objects more than"
+                    " %(depth)d levels deep"
+                )
+                % {"depth": MAX_JSON_DEPTH}
             )
         return super().parse(io.BytesIO(body), media_type, parser_context)

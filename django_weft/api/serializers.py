@@ -16,6 +16,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, models, transaction
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.settings import api_settings
@@ -161,7 +162,7 @@ def model_validation() -> Iterator[None]:
     except IntegrityError as error:
         # The form-level unique check passed, then a concurrent write took the name.
         raise serializers.ValidationError(
-            {"name": ["A schedule with this name was just created; choose another name."]}
+            {"name": [_("A schedule with this name was just created; choose another name.")]}
         ) from error
     except Forbidden as error:
         raise PermissionDenied(str(error)) from error

@@ -19,6 +19,7 @@ from django.db import InterfaceError, OperationalError
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -96,7 +97,7 @@ class Conflict(APIException):
     """409: the request is well formed, but the job's or the run's state refuses it."""
 
     status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with the present state."
+    default_detail = _("The request conflicts with the present state.")
     default_code = "conflict"
 
     def __init__(self, error: Exception | str, code: str) -> None:
@@ -120,7 +121,7 @@ def refusals() -> Iterator[None]:
         if code == "invalid":
             body: dict[str, Any] = {}
             for name, messages in fields.items():
-                top, _, rest = name.partition(".")
+                top, _dot, rest = name.partition(".")
                 if top == "args" and rest:
                     body.setdefault("args", {})[rest] = messages
                 else:
@@ -135,7 +136,7 @@ class DatabaseUnavailable(APIException):
     """503: the database did not answer (a restart, a failover); the request may be resent."""
 
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_detail = "The database is unavailable; try again in a few seconds."
+    default_detail = _("The database is unavailable; try again in a few seconds.")
     default_code = "database_unavailable"
 
     def __init__(self) -> None:

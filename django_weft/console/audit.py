@@ -17,6 +17,7 @@ from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from django_weft.console import formatting
 from django_weft.models import AuditAction, AuditRecord
@@ -76,11 +77,11 @@ class AuditRecordAdmin(AuditRecordAdminBase):
     )
     actions = None
 
-    @admin.display(description="when", ordering="at")
+    @admin.display(description=_("when"), ordering="at")
     def moment(self, record: AuditRecord) -> str:
         return formatting.moment(record.at, timezone.get_current_timezone())
 
-    @admin.display(description="object", ordering="object_id")
+    @admin.display(description=_("object"), ordering="object_id")
     def target(self, record: AuditRecord) -> str:
         """The object's type and id, linked to its page while it has one."""
         shown = formatting.short_id(record.object_id) if record.object_type == "run" else None

@@ -13,6 +13,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from django_weft import access, operations
 from django_weft.console import pages
@@ -94,18 +95,26 @@ class OverviewAdmin(OverviewAdminBase):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         queue = request.POST.get("queue", "").strip()
-        verb = "pause" if pause else "resume"
         if not queue:
-            self.message_user(request, f"Name the queue to {verb}.", messages.ERROR)
+            name_it = _("Name the queue to pause.") if pause else _("Name the queue to resume.")
+            self.message_user(request, name_it, messages.ERROR)
             return redirect("admin:django_weft_overview_changelist")
         action = operations.pause_queue_for if pause else operations.resume_queue_for
-        changed = act(self, request, f"{verb} queue {queue}", lambda: action(request.user, queue))
+        what = (_("pause queue %(queue)s") if pause else _("resume queue %(queue)s")) % {
+            "queue": queue
+        }
+        changed = act(self, request, what, lambda: action(request.user, queue))
         if changed is not None:
             done = (
-                f"Paused queue {queue}: no worker claims its runs until it is resumed."
+                _("Paused queue %(queue)s: no worker claims its runs until it is resumed.")
                 if pause
-                else f"Resumed queue {queue}: workers claim its runs again."
+                else _("Resumed queue %(queue)s: workers claim its runs again.")
             )
-            same = f"Queue {queue} was {'paused' if pause else 'not paused'} already."
-            self.message_user(request, done if changed else same, messages.SUCCESS)
+            same = (
+                _("Queue %(queue)s was paused already.")
+                if pause
+                else _("Queue %(queue)s was not paused already.")
+            )
+            said = (done if changed else same) % {"queue": queue}
+            self.message_user(request, said, messages.SUCCESS)
         return redirect("admin:django_weft_overview_changelist")

@@ -15,6 +15,7 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
 
 from django_weft import access
 from django_weft.access import User
@@ -32,10 +33,10 @@ def overview_context(user: User, now: datetime, zone: tzinfo) -> dict[str, Any]:
     return {
         "overview": overview,
         "hour_chart": bar_chart(
-            "Runs finished and failed a minute, last hour", overview.last_hour, zone
+            _("Runs finished and failed a minute, last hour"), overview.last_hour, zone
         ),
         "day_chart": bar_chart(
-            "Runs finished and failed a minute (10-minute averages), last day",
+            _("Runs finished and failed a minute (10-minute averages), last day"),
             overview.last_day,
             zone,
         ),
@@ -80,10 +81,10 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
         "finished": run.is_finished,
         "args_json": pretty_json(view["args"]),
         "times": [
-            ("created", moment(run.created_at, zone)),
-            ("due", moment(run.due, zone)),
-            ("started", moment(run.started_at, zone)),
-            ("finished", moment(run.finished_at, zone)),
+            (_("created"), moment(run.created_at, zone)),
+            (_("due"), moment(run.due, zone)),
+            (_("started"), moment(run.started_at, zone)),
+            (_("finished"), moment(run.finished_at, zone)),
         ],
         "length": duration(run_length(run.started_at, run.finished_at, now)),
         "may_abort": not run.is_finished and access.may_abort_run(user, run),
@@ -95,9 +96,9 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
     if not full:
         return context
     if run.abort_requested_at is not None:
-        context["times"].append(("abort requested", moment(run.abort_requested_at, zone)))
+        context["times"].append((_("abort requested"), moment(run.abort_requested_at, zone)))
     if run.retry_at is not None:
-        context["times"].append(("retry not before", moment(run.retry_at, zone)))
+        context["times"].append((_("retry not before"), moment(run.retry_at, zone)))
     state = run.state.data if run.state is not None else None
     output = state.get("output") if isinstance(state, dict) else None
     rest = (

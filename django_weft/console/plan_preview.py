@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from django.template.loader import render_to_string
+from django.utils.translation import gettext as _
 
 from django_weft.console.plan_words import dst_policy_words, moment_words, plan_words
 from django_weft.models import Schedule
@@ -64,14 +65,19 @@ def fires_preview(schedule: Schedule, now: datetime) -> FiresPreview:
     """The next fires of ``schedule`` after ``now``, or the reason it fires nothing."""
     plan = plan_words(schedule)
     if not schedule.cron and schedule.every is None and schedule.at is None:
-        return FiresPreview(plan, message="Give a cron, an interval or a moment to see the fires.")
+        return FiresPreview(
+            plan, message=_("Give a cron, an interval or a moment to see the fires.")
+        )
     if schedule.at is not None and schedule.first_due(now) is None:
         assert schedule.last_started is not None  # only a started one-off is done
         return FiresPreview(
             plan,
             message=(
-                f"Fired, done: its run started {moment_words(schedule.last_started)}. "
-                "Move its moment past that start to fire it again."
+                _(
+                    "Fired, done: its run started %(started)s. Move its moment past that start"
+                    " to fire it again."
+                )
+                % {"started": moment_words(schedule.last_started)}
             ),
         )
     if not schedule.enabled:
@@ -79,14 +85,16 @@ def fires_preview(schedule: Schedule, now: datetime) -> FiresPreview:
     try:
         lines = upcoming(schedule, now, NEXT_FIRES)
     except CronError as error:
-        return FiresPreview(plan, message=f"Cannot be planned: {error}.")
+        return FiresPreview(plan, message=_("Cannot be planned: %(error)s.") % {"error": error})
     if not schedule.enabled:
-        message = "Paused: nothing fires until it is resumed. Resumed now, it would fire:"
+        message = _("Paused: nothing fires until it is resumed. Resumed now, it would fire:")
     else:
-        message = "" if lines else "Nothing more to fire."
+        message = "" if lines else _("Nothing more to fire.")
     return FiresPreview(plan, lines, message=message, dst=dst_policy_words(schedule, now))
 
 
 def invalid_preview(schedule: Schedule) -> FiresPreview:
     """No fires while the plan has errors: the fields' own messages say what is wrong."""
-    return FiresPreview(plan_words(schedule), message="The next fires show once the plan is valid.")
+    return FiresPreview(
+        plan_words(schedule), message=_("The next fires show once the plan is valid.")
+    )

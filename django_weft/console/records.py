@@ -11,6 +11,7 @@ from django.contrib import admin
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from django_weft import access
 from django_weft.console import formatting, visibility
@@ -87,14 +88,17 @@ class DocumentAdmin(DocumentAdminBase):
             return False
         return super().lookup_allowed(lookup, value, request)
 
-    @admin.display(description="data")
+    @admin.display(description=_("data"))
     def data_json(self, document: Document) -> str:
         """Indented and wrapped, as the run pages show JSON."""
         return format_html("<pre class='weft-json'>{}</pre>", formatting.pretty_json(document.data))
 
-    @admin.display(description="data")
+    @admin.display(description=_("data"))
     def state_hidden(self, document: Document) -> str:
-        return "A run's state is shown to the run's owner and to users with django_weft.view_run."
+        return str(
+            _("A run's state is shown to the run's owner and to users with %(permission)s.")
+            % {"permission": "django_weft.view_run"}
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -123,7 +127,7 @@ class WorkerProcessAdmin(WorkerProcessAdminBase):
         held = Count("runs", filter=Q(runs__status=RunStatus.RUNNING))
         return super().get_queryset(request).annotate(running_runs=held)
 
-    @admin.display(description="running", ordering="running_runs")
+    @admin.display(description=_("running"), ordering="running_runs")
     def running(self, worker: WorkerProcess) -> int:
         return int(getattr(worker, "running_runs", 0))
 

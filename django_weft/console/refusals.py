@@ -26,6 +26,7 @@ from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from django_weft import operations
 from django_weft.exceptions import WeftError
@@ -139,7 +140,7 @@ class RefusedDeletesOnThePage:
         try:
             return cast(HttpResponse, parent.delete_view(request, object_id, extra_context))
         except Refused as refused:
-            tell(page, request, "Not deleted", refused.refusal)
+            tell(page, request, _("Not deleted"), refused.refusal)
             return HttpResponseRedirect(change_url(page, unquote(object_id)))
 
 

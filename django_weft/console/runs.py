@@ -20,6 +20,8 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from django_weft import operations
 from django_weft.console import bulk_actions, formatting, pages, visibility
@@ -85,23 +87,25 @@ class RunAdmin(RunAdminBase):
             return False
         return super().lookup_allowed(lookup, value, request)
 
-    @admin.display(description="id", ordering="id")
+    @admin.display(description=gettext_lazy("id"), ordering="id")
     def short_id(self, run: Run) -> str:
         return format_html("<code title='{}'>{}</code>", run.pk, formatting.short_id(run.pk))
 
-    @admin.display(description="phase")
+    @admin.display(description=gettext_lazy("phase"))
     def phase(self, run: Run) -> str:
         phase = projections.phase(run)
         return format_html("<span class='weft-phase weft-phase-{}'>{}</span>", phase, phase)
 
-    @admin.display(description="started by")
+    @admin.display(description=gettext_lazy("started by"))
     def started_by(self, run: Run) -> str:
         """The schedule that fired the run, or the user who started it: one narrow column."""
         if run.schedule is not None:
-            return format_html("<span class='weft-quiet'>schedule</span> {}", run.schedule.name)
+            return format_html(
+                "<span class='weft-quiet'>{}</span> {}", _("schedule"), run.schedule.name
+            )
         return run.owner.get_username() if run.owner is not None else "-"
 
-    @admin.display(description="created", ordering="created_at")
+    @admin.display(description=gettext_lazy("created"), ordering="created_at")
     def created(self, run: Run) -> str:
         """The date over the time and zone: the list keeps room for every column at 1280 px."""
         day, clock = formatting.moment(run.created_at, timezone.get_current_timezone()).split(
@@ -109,7 +113,7 @@ class RunAdmin(RunAdminBase):
         )
         return format_html("{}<br>{}", day, clock)
 
-    @admin.display(description="duration")
+    @admin.display(description=gettext_lazy("duration"))
     def length(self, run: Run) -> str:
         """How long the run ran, or has run so far: to the process's one clock (a driven
         clock gives every row the same now; the machine's, rows microseconds apart)."""
@@ -142,7 +146,7 @@ class RunAdmin(RunAdminBase):
     def _run(self, request: HttpRequest, object_id: str) -> Run:
         run = self.get_object(request, unquote(object_id))
         if run is None:
-            raise Http404(f"there is no run {object_id}")
+            raise Http404(_("there is no run %(run)s") % {"run": object_id})
         return run
 
     def abort_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
@@ -151,14 +155,20 @@ class RunAdmin(RunAdminBase):
             return HttpResponseNotAllowed(["POST"])
         run = self._run(request, object_id)
         requested = act(
-            self, request, f"run {run.pk}", lambda: operations.abort_for(request.user, run)
+            self,
+            request,
+            _("run %(run)s") % {"run": run.pk},
+            lambda: operations.abort_for(request.user, run),
         )
         if requested is not None:
             self.message_user(
                 request,
-                f"Abort requested for run {run.pk}: it stops at its next sleep() or check()."
-                if requested
-                else f"Abort of run {run.pk} was requested already.",
+                (
+                    _("Abort requested for run %(run)s: it stops at its next sleep() or check().")
+                    if requested
+                    else _("Abort of run %(run)s was requested already.")
+                )
+                % {"run": run.pk},
                 messages.SUCCESS,
             )
         return redirect("admin:django_weft_run_change", run.pk)
@@ -169,11 +179,18 @@ class RunAdmin(RunAdminBase):
             return HttpResponseNotAllowed(["POST"])
         run = self._run(request, object_id)
         retried = act(
-            self, request, f"retry run {run.pk}", lambda: operations.retry_for(request.user, run)
+            self,
+            request,
+            _("retry run %(run)s") % {"run": run.pk},
+            lambda: operations.retry_for(request.user, run),
         )
         if retried is None:
             return redirect("admin:django_weft_run_change", run.pk)
-        self.message_user(request, f"Run {run.pk} retried as run {retried.pk}.", messages.SUCCESS)
+        self.message_user(
+            request,
+            _("Run %(run)s retried as run %(retried)s.") % {"run": run.pk, "retried": retried.pk},
+            messages.SUCCESS,
+        )
         return redirect("admin:django_weft_run_change", retried.pk)
 
     def has_bulk_permission(self, request: HttpRequest) -> bool:

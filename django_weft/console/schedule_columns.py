@@ -14,6 +14,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from django_weft import access
 from django_weft.console import formatting
@@ -32,22 +34,22 @@ class ScheduleColumns:
 
     admin_site: admin.AdminSite
 
-    @admin.display(description="plan")
+    @admin.display(description=gettext_lazy("plan"))
     def plan(self, schedule: Schedule) -> str:
         return plan_words(schedule)
 
-    @admin.display(description="state")
+    @admin.display(description=gettext_lazy("state"))
     def state(self, schedule: Schedule) -> str:
         return state_words(schedule)
 
-    @admin.display(description="job", ordering="job")
+    @admin.display(description=gettext_lazy("job"), ordering="job")
     def job_name(self, schedule: Schedule) -> str:
         """The job's name, free to wrap after each dot in a narrow column."""
         return format_html_join(
             mark_safe(".<wbr>"), "{}", ((part,) for part in schedule.job.split("."))
         )
 
-    @admin.display(description="next due", ordering="next_due")
+    @admin.display(description=gettext_lazy("next due"), ordering="next_due")
     def next_due_at(self, schedule: Schedule) -> str:
         """When an armed row fires next; for any other, where it stands ("fired, done").
 
@@ -67,19 +69,19 @@ class ScheduleColumns:
             "<span class='nowrap'>{}</span> <span class='nowrap'>{}</span>", day, time
         )
 
-    @admin.display(description="last due")
+    @admin.display(description=gettext_lazy("last due"))
     def last_due_at(self, schedule: Schedule) -> str:
         return _moment(schedule, schedule.last_due)
 
-    @admin.display(description="last started")
+    @admin.display(description=gettext_lazy("last started"))
     def last_started_at(self, schedule: Schedule) -> str:
         return _moment(schedule, schedule.last_started)
 
-    @admin.display(description="last ended")
+    @admin.display(description=gettext_lazy("last ended"))
     def last_ended_at(self, schedule: Schedule) -> str:
         return _moment(schedule, schedule.last_ended)
 
-    @admin.display(description="last error", ordering="last_error_message")
+    @admin.display(description=gettext_lazy("last error"), ordering="last_error_message")
     def last_error(self, schedule: Schedule) -> str:
         """The last error cut to one line; the whole of it on hover and on the page."""
         if not schedule.last_error_message:
@@ -90,32 +92,32 @@ class ScheduleColumns:
             schedule.last_error_message,
         )
 
-    @admin.display(description="parked")
+    @admin.display(description=gettext_lazy("parked"))
     def parked_because(self, schedule: Schedule) -> str:
         """The page's word on a parked row: why, and what makes it fire again."""
         reason = parked_reason(schedule)
         if not reason:
             return "-"
         if schedule.owner_removed and schedule.owner_id is None:
-            remedy = (
+            remedy = _(
                 "Nothing fires until it is taken over: resume (or enable) it to run it as the "
                 "deployment's own, with no owner, or change its job or args to make yourself "
                 "its owner."
             )
         elif schedule.owner_id is not None and access.schedule_owner_refusal(schedule):
-            remedy = (
-                f"Each slot is skipped and counted missed; it fires again at its next slot "
-                f"once its owner is active and holds {access.ADD_RUN}, or once someone who "
+            remedy = _(
+                "Each slot is skipped and counted missed; it fires again at its next slot "
+                "once its owner is active and holds %(permission)s, or once someone who "
                 "may start runs changes its job or args (and so becomes its owner)."
-            )
+            ) % {"permission": access.ADD_RUN}
         else:
-            remedy = (
+            remedy = _(
                 "Each slot is skipped and counted missed; it fires again at its next slot "
                 "once this is fixed."
             )
         return format_html("<strong>{}</strong>. {}", reason, remedy)
 
-    @admin.display(description="next fires")
+    @admin.display(description=gettext_lazy("next fires"))
     def next_fires(self, schedule: Schedule) -> str:
         """The coming fires in UTC and in the row's zone, with DST notes in words.
 
@@ -126,7 +128,7 @@ class ScheduleColumns:
             fires_preview(schedule, clocks.now()).html(),
         )
 
-    @admin.display(description="recent runs")
+    @admin.display(description=gettext_lazy("recent runs"))
     def recent_runs(self, schedule: Schedule) -> str:
         """The schedule's last runs, each linked to its page, and a link to all of them."""
         if schedule.pk is None:

@@ -21,6 +21,8 @@ from zoneinfo import available_timezones
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from rest_framework import serializers
 
 from django_weft.console import formatting
@@ -133,7 +135,7 @@ def _serializer_input(name: str, declared: serializers.Field[Any, Any, Any, Any]
     ):
         # The serializer reads these from their text, as an API client sends them.
         return ArgInput(name, "text", required, help_text)
-    return ArgInput(name, "json", required, help_text or "A JSON value.")
+    return ArgInput(name, "json", required, help_text or _("A JSON value."))
 
 
 _BY_TYPE = {bool: "boolean", int: "integer", float: "number", str: "text"}
@@ -159,7 +161,8 @@ def _signature_inputs(job: Job) -> list[ArgInput] | None:
         if annotated is inspect.Parameter.empty and not required:
             annotated = type(parameter.default)
         kind = _BY_TYPE.get(annotated, "json") if isinstance(annotated, type) else "json"
-        help_text = "" if required else f"Default: {json.dumps(parameter.default, default=str)}."
+        default = json.dumps(parameter.default, default=str)
+        help_text = "" if required else _("Default: %(value)s.") % {"value": default}
         inputs.append(ArgInput(parameter.name, kind, required, help_text))
     return inputs
 
@@ -253,13 +256,16 @@ class ArgsField(forms.Field):
             loaded = json.loads(value)
         except ValueError as error:
             raise ValidationError(
-                f"Not valid JSON ({error}); write the args as a JSON object, "
-                'e.g. {"text": "hello"}.'
+                _(
+                    "Not valid JSON (%(error)s); write the args as a JSON object,"
+                    ' e.g. {"text": "hello"}.'
+                )
+                % {"error": error}
             ) from None
         if not isinstance(loaded, dict):
             raise ValidationError(
-                f'Expected a JSON object of named args, e.g. {{"text": "hello"}}, '
-                f"not {json.dumps(loaded)}."
+                _('Expected a JSON object of named args, e.g. {"text": "hello"}, not %(value)s.')
+                % {"value": json.dumps(loaded)}
             )
         return loaded
 
@@ -300,17 +306,17 @@ def _read(text: str, kind: str) -> Any:
         try:
             return int(text)
         except ValueError:
-            raise ValueError(f'"{text}" is not a whole number.') from None
+            raise ValueError(_('"%(text)s" is not a whole number.') % {"text": text}) from None
     if kind == "number":
         try:
             return float(text)
         except ValueError:
-            raise ValueError(f'"{text}" is not a number.') from None
+            raise ValueError(_('"%(text)s" is not a number.') % {"text": text}) from None
     if kind == "json":
         try:
             return json.loads(text)
         except ValueError as error:
-            raise ValueError(f"not valid JSON ({error}).") from None
+            raise ValueError(_("not valid JSON (%(error)s).") % {"error": error}) from None
     return text
 
 
@@ -322,7 +328,7 @@ class ScheduleForm(ScheduleFormBase):
     serializer (the model itself checks the plan). The job and the zone are searched as
     they are typed; the args are a form of the job's own (the inputs above)."""
 
-    args = ArgsField(help_text="The job's args.")
+    args = ArgsField(help_text=gettext_lazy("The job's args."))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

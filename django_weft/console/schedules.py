@@ -26,6 +26,8 @@ from django.http import (
 )
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from django_weft import access, operations
 from django_weft.console import refusals, visibility
@@ -45,7 +47,11 @@ else:
     ScheduleAdminBase = admin.ModelAdmin
 
 #: The schedule page's buttons, each one POST through the service layer.
-SCHEDULE_BUTTONS = {"run-now": "Run now", "pause": "Pause", "resume": "Resume"}
+SCHEDULE_BUTTONS = {
+    "run-now": gettext_lazy("Run now"),
+    "pause": gettext_lazy("Pause"),
+    "resume": gettext_lazy("Resume"),
+}
 
 
 class ScheduleAdmin(
@@ -84,13 +90,16 @@ class ScheduleAdmin(
     ]
     fieldsets = [
         (None, {"fields": ["name", "job", "args", "enabled", "owner", "parked_because"]}),
-        ("When", {"fields": ["plan", "cron", "timezone", "every", "at", "next_fires"]}),
         (
-            "Policies",
+            gettext_lazy("When"),
+            {"fields": ["plan", "cron", "timezone", "every", "at", "next_fires"]},
+        ),
+        (
+            gettext_lazy("Policies"),
             {"fields": ["catch_up", "catch_up_window", "grace", "overlap", "on_gap", "on_fold"]},
         ),
         (
-            "Last run",
+            gettext_lazy("Last run"),
             {
                 "fields": [
                     "state",
@@ -188,7 +197,7 @@ class ScheduleAdmin(
                 self.message_user(
                     request,
                     format_html(
-                        "Started run <a href='{}'>{}</a>.",
+                        _("Started run <a href='{}'>{}</a>."),
                         reverse(f"{self.admin_site.name}:django_weft_run_change", args=[run.pk]),
                         run.pk,
                     ),
@@ -312,7 +321,7 @@ class ScheduleAdmin(
 
     # -- the list's actions -----------------------------------------------------------------
 
-    @admin.action(description="Run selected schedules now", permissions=["run"])
+    @admin.action(description=gettext_lazy("Run selected schedules now"), permissions=["run"])
     def run_now_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         for schedule in queryset:
             run = act(
@@ -322,38 +331,54 @@ class ScheduleAdmin(
                 partial(operations.run_now_for, request.user, schedule),
             )
             if run is not None:
-                self.message_user(request, f"{schedule}: started run {run.pk}", messages.SUCCESS)
+                self.message_user(
+                    request,
+                    _("%(schedule)s: started run %(run)s") % {"schedule": schedule, "run": run.pk},
+                    messages.SUCCESS,
+                )
 
-    @admin.action(description="Enable selected schedules", permissions=["change"])
+    @admin.action(description=gettext_lazy("Enable selected schedules"), permissions=["change"])
     def enable_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         count = act(
             self,
             request,
-            "enable",
+            _("enable"),
             lambda: operations.set_enabled_for(request.user, queryset, enabled=True),
         )
         if count is not None:
-            self.message_user(request, f"Enabled {count} schedule(s); they fire from now on.")
+            self.message_user(
+                request,
+                ngettext(
+                    "Enabled %(count)d schedule; it fires from now on.",
+                    "Enabled %(count)d schedules; they fire from now on.",
+                    count,
+                )
+                % {"count": count},
+            )
 
-    @admin.action(description="Disable selected schedules", permissions=["change"])
+    @admin.action(description=gettext_lazy("Disable selected schedules"), permissions=["change"])
     def disable_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         count = act(
             self,
             request,
-            "disable",
+            _("disable"),
             lambda: operations.set_enabled_for(request.user, queryset, enabled=False),
         )
         if count is not None:
-            self.message_user(request, f"Disabled {count} schedule(s).")
+            self.message_user(
+                request,
+                ngettext("Disabled %(count)d schedule.", "Disabled %(count)d schedules.", count)
+                % {"count": count},
+            )
 
 
 def _toggled(schedule: Schedule, enabled: bool) -> str:
     """What *pause* or *resume* did to ``schedule`` (as it was before)."""
     if not enabled:
-        return "Paused: nothing fires until it is resumed."
+        return _("Paused: nothing fires until it is resumed.")
     if schedule.owner_removed:
-        return "Resumed as the deployment's own: armed from now; its runs have no owner."
-    return "Resumed: armed from now; what it missed while paused is not made up."
+        return _("Resumed as the deployment's own: armed from now; its runs have no owner.")
+    return _("Resumed: armed from now; what it missed while paused is not made up.")
 
 
 def _button_url_name(button: str) -> str:

@@ -24,6 +24,7 @@ from django.http import (
 )
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from django_weft import access, operations
 from django_weft.console import refusals
@@ -64,14 +65,16 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
     def has_add_permission(self, request: HttpRequest, obj: Module | None = None) -> bool:
         return False
 
-    @admin.display(description="approved")
+    @admin.display(description=_("approved"))
     def approval(self, revision: ModuleRevision) -> str:
         if revision.approved_at is None:
-            return "no"
-        by = revision.approved_by or "the project's code"
-        return f"by {by}, {revision.approved_at:%Y-%m-%d %H:%M}"
+            return str(_("no"))
+        by = revision.approved_by or _("the project's code")
+        return str(
+            _("by %(by)s, %(at)s") % {"by": by, "at": f"{revision.approved_at:%Y-%m-%d %H:%M}"}
+        )
 
-    @admin.display(description="source")
+    @admin.display(description=_("source"))
     def source_text(self, revision: ModuleRevision) -> str:
         return format_html("<pre class='weft-module-source'>{}</pre>", revision.source)
 
@@ -85,15 +88,20 @@ class ModuleAdmin(refusals.RefusalsOnTheForm, refusals.RefusedDeletesOnThePage, 
     actions = ["approve_action"]
     change_form_template = "admin/django_weft/module/change_form.html"
 
-    @admin.display(description="runs")
+    @admin.display(description=_("runs"))
     def runs(self, module: Module) -> str:
         """Which revision runs execute, and whether a later one waits for approval."""
         approved = module.approved
         if approved is None:
-            return f"nothing: revision {module.revision} waits for approval"
+            return str(
+                _("nothing: revision %(waiting)d waits for approval") % {"waiting": module.revision}
+            )
         if _waits(module):
-            return f"revision {approved.revision}; revision {module.revision} waits for approval"
-        return f"revision {approved.revision}"
+            return str(
+                _("revision %(approved)d; revision %(waiting)d waits for approval")
+                % {"approved": approved.revision, "waiting": module.revision}
+            )
+        return str(_("revision %(approved)d") % {"approved": approved.revision})
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Module]:
         return super().get_queryset(request).select_related("owner", "approved")
@@ -129,11 +137,11 @@ class ModuleAdmin(refusals.RefusalsOnTheForm, refusals.RefusedDeletesOnThePage, 
             return HttpResponseNotAllowed(["POST"])
         module = self.get_object(request, unquote(object_id))
         if module is None:
-            raise Http404(f"no module {object_id}")
+            raise Http404(_("no module %(module)s") % {"module": object_id})
         self._approve(request, module, revision)
         return HttpResponseRedirect(refusals.change_url(self, module.pk))
 
-    @admin.action(description="Approve the latest revision of selected modules")
+    @admin.action(description=_("Approve the latest revision of selected modules"))
     def approve_action(self, request: HttpRequest, queryset: QuerySet[Module]) -> None:
         for module in queryset:
             self._approve(request, module, module.revision)
@@ -147,8 +155,14 @@ class ModuleAdmin(refusals.RefusalsOnTheForm, refusals.RefusedDeletesOnThePage, 
             lambda: operations.approve_module_for(user, module, revision),
         )
         if approved is not None:
-            said = "runs execute it from now on" if approved else "it was approved already"
-            self.message_user(request, f"{module}: revision {revision}: {said}.", messages.SUCCESS)
+            said = (
+                _("%(module)s: revision %(revision)d: runs execute it from now on.")
+                if approved
+                else _("%(module)s: revision %(revision)d: it was approved already.")
+            )
+            self.message_user(
+                request, said % {"module": module, "revision": revision}, messages.SUCCESS
+            )
 
     def render_change_form(
         self,

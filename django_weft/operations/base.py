@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from django.db import models
+from django.utils.translation import gettext as _
 
 from django_weft import access
 from django_weft.access import User
@@ -33,7 +34,7 @@ def require(allowed: bool, verb: str, permission: str, *, or_owner: bool = False
 
 def signed_in(user: User) -> None:
     if not user.is_authenticated:
-        raise Forbidden("you must be signed in", "authentication")
+        raise Forbidden(_("you must be signed in"), "authentication")
 
 
 def as_owner(user: User) -> AbstractBaseUser:

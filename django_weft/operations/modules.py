@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from django_weft import access
 from django_weft.access import User
@@ -28,10 +29,10 @@ def save_module_for(user: User, module: Module) -> Module:
     signed_in(user)
     with transaction.atomic():
         if module.pk is None:
-            require(user.has_perm(access.ADD_MODULE), "add stored modules", access.ADD_MODULE)
+            require(user.has_perm(access.ADD_MODULE), _("add stored modules"), access.ADD_MODULE)
             module.owner, approved = as_owner(user), None
         else:
-            stored = _locked_module(module, user, "change")
+            stored = _locked_module(module, user, _('change stored module "%(module)s"'))
             module.owner_id, approved = stored.owner_id, stored.approved  # not edited
         modules.validate_module(module)
         granted = _require_grants(user, module.grants, approved)
@@ -52,7 +53,7 @@ def approve_module_for(user: User, module: Module, revision: int) -> bool:
     the approved revision does not have. False when it was approved already.
     """
     with transaction.atomic():
-        stored = _locked_module(module, user, "approve")
+        stored = _locked_module(module, user, _('approve stored module "%(module)s"'))
         chosen = stored.revisions.filter(revision=revision).first()
         if chosen is None:
             raise ValidationError({"revision": [f"{stored} has no revision {revision}."]})
@@ -70,17 +71,17 @@ def delete_module_for(user: User, module: Module) -> None:
     """Delete ``module``: its owner or ``manage_module``, since a module created again
     under its name would run for everyone who calls it."""
     with transaction.atomic():
-        _locked_module(module, user, "delete").delete()
+        _locked_module(module, user, _('delete stored module "%(module)s"')).delete()
 
 
 def _locked_module(module: Module, user: User, verb: str) -> Module:
     """``module`` as stored, locked until the caller's transaction ends, once ``user``
     may ``verb`` it (its owner, or ``manage_module``): judged by the row, not by what the
-    caller's copy says."""
+    caller's copy says. ``verb`` words what is refused, with ``%(module)s`` for its name."""
     stored = Module.objects.select_for_update().get(pk=module.pk)
     require(
         access.may_manage_module(user, stored),
-        f'{verb} stored module "{stored}"',
+        verb % {"module": stored},
         access.MANAGE_MODULE,
         or_owner=True,
     )
@@ -92,5 +93,9 @@ def _require_grants(user: User, grants: list[str], approved: ModuleRevision | No
     added = [name for name in grants if approved is None or name not in approved.grants]
     if added:
         names = ", ".join(f'"{name}"' for name in added)
-        require(access.may_grant_host_functions(user), f"grant {names}", access.GRANT_HOST_FUNCTION)
+        require(
+            access.may_grant_host_functions(user),
+            _("grant %(names)s") % {"names": names},
+            access.GRANT_HOST_FUNCTION,
+        )
     return added

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from django_weft import access
 from django_weft.access import User
@@ -18,7 +19,11 @@ from django_weft.timing import clocks
 
 def pause_queue_for(user: User, queue: str) -> bool:
     """Pause ``queue`` for every worker; False when it was paused already."""
-    require(user.has_perm(access.PAUSE_QUEUE), f"pause queue {queue}", access.PAUSE_QUEUE)
+    require(
+        user.has_perm(access.PAUSE_QUEUE),
+        _("pause queue %(queue)s") % {"queue": queue},
+        access.PAUSE_QUEUE,
+    )
     with transaction.atomic():
         paused, created = PausedQueue.objects.get_or_create(
             queue=queue,
@@ -34,7 +39,11 @@ def pause_queue_for(user: User, queue: str) -> bool:
 
 def resume_queue_for(user: User, queue: str) -> bool:
     """Resume ``queue``; False when it was not paused."""
-    require(user.has_perm(access.PAUSE_QUEUE), f"resume queue {queue}", access.PAUSE_QUEUE)
+    require(
+        user.has_perm(access.PAUSE_QUEUE),
+        _("resume queue %(queue)s") % {"queue": queue},
+        access.PAUSE_QUEUE,
+    )
     with transaction.atomic():
         paused = PausedQueue.objects.select_for_update().filter(queue=queue).first()
         if paused is None:

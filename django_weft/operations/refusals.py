@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
@@ -28,7 +29,7 @@ def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict
     if isinstance(error, ValidationError):
         if not hasattr(error, "error_dict"):  # raised without naming a field
             return "invalid", "; ".join(error.messages), {}
-        return "invalid", "invalid input", dict(error.message_dict)
+        return "invalid", _("invalid input"), dict(error.message_dict)
     if isinstance(error, UnknownJob):
         return "invalid", str(error), {"job": [str(error)]}
     if isinstance(error, InvalidArgs):

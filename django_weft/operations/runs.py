@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 from asgiref.sync import sync_to_async
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from django_weft import access
 from django_weft.access import User
@@ -150,7 +151,7 @@ def publish_run(run: Run) -> None:
 def require_start(user: User) -> None:
     """Refuse unless ``user`` may start runs."""
     signed_in(user)
-    require(access.may_start_runs(user), "start runs", access.ADD_RUN)
+    require(access.may_start_runs(user), _("start runs"), access.ADD_RUN)
 
 
 def start_for(user: User, request: StartRequest) -> tuple[Run, bool]:
@@ -174,7 +175,7 @@ def abort_for(user: User, run: Run) -> bool:
     """
     require(
         access.may_abort_run(user, run),
-        f"abort run {run.pk}",
+        _("abort run %(run)s") % {"run": run.pk},
         access.CHANGE_RUN,
         or_owner=True,
     )
@@ -198,7 +199,7 @@ def retry_for(user: User, run: Run) -> Run:
     """
     require(
         access.sees_run_in_full(user, run),
-        f"retry run {run.pk}",
+        _("retry run %(run)s") % {"run": run.pk},
         access.VIEW_RUN,
         or_owner=True,
     )
@@ -206,7 +207,7 @@ def retry_for(user: User, run: Run) -> Run:
         raise RunNotFinished(run.pk, run.status)
     again = StartRequest(registry.get(run.job), run.args, priority=run.priority, retry_of=run)
     with transaction.atomic():
-        retried, _ = _start_as(user, again)
+        retried, _started = _start_as(user, again)
         made = {"run": str(retried.pk)}
         record(user, AuditAction.RETRY, run, text=f"Retried as run {retried.pk}", details=made)
     return retried

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from django_weft import access
 from django_weft.access import User
@@ -26,7 +27,7 @@ from django_weft.timing import clocks
 
 def run_now_for(user: User, schedule: Schedule) -> Run:
     """Start ``schedule``'s job now, outside its plan, as the schedule's owner."""
-    require_schedule_change(user, schedule, "run now")
+    require_schedule_change(user, schedule, _("run now schedule %(name)s"))
     require_start(user)
     with transaction.atomic():
         run = scheduler.run_now(schedule, now=clocks.now())
@@ -39,15 +40,17 @@ def run_now_for(user: User, schedule: Schedule) -> Run:
 def require_schedule_create(user: User) -> None:
     """Refuse unless ``user`` may create schedules (which start runs as theirs)."""
     signed_in(user)
-    require(user.has_perm(access.ADD_SCHEDULE), "create schedules", access.ADD_SCHEDULE)
-    require(access.may_start_runs(user), "create schedules", access.ADD_RUN)
+    verb = _("create schedules")
+    require(user.has_perm(access.ADD_SCHEDULE), verb, access.ADD_SCHEDULE)
+    require(access.may_start_runs(user), verb, access.ADD_RUN)
 
 
-def require_schedule_change(user: User, schedule: Schedule, verb: str = "change") -> None:
-    """Refuse unless ``user`` may change ``schedule`` (its owner, or change_schedule)."""
+def require_schedule_change(user: User, schedule: Schedule, verb: str = "") -> None:
+    """Refuse unless ``user`` may change ``schedule`` (its owner, or change_schedule);
+    ``verb`` words what is refused, with ``%(name)s`` for the schedule's name."""
     require(
         access.may(user, access.CHANGE_SCHEDULE, schedule),
-        f"{verb} schedule {schedule.name}",
+        (verb or _("change schedule %(name)s")) % {"name": schedule.name},
         access.CHANGE_SCHEDULE,
         or_owner=True,
     )
@@ -56,7 +59,7 @@ def require_schedule_change(user: User, schedule: Schedule, verb: str = "change"
 def require_schedule_delete(user: User, schedule: Schedule) -> None:
     require(
         access.may(user, access.DELETE_SCHEDULE, schedule),
-        f"delete schedule {schedule.name}",
+        _("delete schedule %(name)s") % {"name": schedule.name},
         access.DELETE_SCHEDULE,
         or_owner=True,
     )
@@ -80,14 +83,14 @@ def edit_schedule_for(user: User, schedule: Schedule, changes: Mapping[str, Any]
     """
     require_schedule_change(user, schedule)
     if "owner" in changes:
-        raise Forbidden("a schedule's owner is who sets what it runs; it is not edited", "owner")
+        raise Forbidden(_("a schedule's owner is who sets what it runs; it is not edited"), "owner")
     what_runs = [
         name for name in WHAT_RUNS if name in changes and changes[name] != getattr(schedule, name)
     ]
     if what_runs:
         require(
             access.may_start_runs(user),
-            f"change what schedule {schedule.name} runs",
+            _("change what schedule %(name)s runs") % {"name": schedule.name},
             access.ADD_RUN,
         )
     if what_runs and not access.owns(user, schedule):
@@ -114,7 +117,11 @@ def set_enabled_for(user: User, schedules: Iterable[Schedule], enabled: bool) ->
     """Switch ``schedules`` on or off; all or none (a refused one writes nothing)."""
     chosen = list(schedules)
     for schedule in chosen:
-        require_schedule_change(user, schedule, "enable" if enabled else "disable")
+        require_schedule_change(
+            user,
+            schedule,
+            _("enable schedule %(name)s") if enabled else _("disable schedule %(name)s"),
+        )
     action = AuditAction.SCHEDULE_ENABLE if enabled else AuditAction.SCHEDULE_DISABLE
     with transaction.atomic():
         rows = Schedule.objects.filter(pk__in=[schedule.pk for schedule in chosen])

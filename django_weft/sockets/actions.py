@@ -11,6 +11,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from django_weft import access, operations
 from django_weft.access import User
 from django_weft.conf import weft_settings
@@ -51,7 +53,7 @@ def page(user: User, after: uuid.UUID) -> tuple[Views, str | None]:
 def start(user: User, request: StartRequest) -> dict[str, Any]:
     """Start ``request`` as ``user``; the run as they see it."""
     with refusals(), operations.entry_point("socket"):
-        run, _ = operations.start_for(user, request)
+        run, _created = operations.start_for(user, request)
     return projections.run_for(user, _with_views().get(pk=run.pk))
 
 
@@ -59,7 +61,7 @@ def abort(user: User, run_id: uuid.UUID) -> None:
     """Request an abort of the run ``run_id``; asked before and not finished, it stands."""
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
-        raise FrameError("not_found", f"no run {run_id}")
+        raise FrameError("not_found", _("no run %(run)s") % {"run": run_id})
     with refusals(), operations.entry_point("socket"):
         operations.abort_for(user, run)
 
@@ -68,7 +70,9 @@ def documents(user: User, keys: list[str]) -> Views:
     """The documents at ``keys``, if ``user`` may watch every one of them."""
     refused = [key for key in keys if not access.may_watch_document(user, key)]
     if refused:
-        raise FrameError("forbidden", f"you may not watch: {', '.join(refused)}")
+        raise FrameError(
+            "forbidden", _("you may not watch: %(keys)s") % {"keys": ", ".join(refused)}
+        )
     stored = {d.key: d for d in Document.objects.filter(key__in=keys)}
     # A document nobody wrote yet is announced empty (revision null, data null).
     return [
@@ -84,7 +88,7 @@ def _unfinished_page(after: uuid.UUID | None) -> tuple[list[Run], str | None]:
     try:
         newest = _with_views().newest_unfinished(after=after)
     except Run.DoesNotExist:
-        raise FrameError("not_found", f"no run {after}") from None
+        raise FrameError("not_found", _("no run %(run)s") % {"run": after}) from None
     size = weft_settings.LIVE_SNAPSHOT_LIMIT
     runs = list(newest[: size + 1])
     if len(runs) > size:

@@ -24,6 +24,7 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
 from django.db import DatabaseError, InterfaceError
+from django.utils.translation import gettext as _
 
 from django_weft.conf import weft_settings
 from django_weft.engine.starting import StartRequest
@@ -182,12 +183,12 @@ class RunsConsumer(OutageProofConsumer):
             await self._send_error(error, request_id)
         except DatabaseError as error:
             logger.warning("live socket request refused, the database is unavailable: %s", error)
-            unavailable = FrameError("unavailable", "the database is unavailable; try again")
+            unavailable = FrameError("unavailable", _("the database is unavailable; try again"))
             await self._send_error(unavailable, request_id)
         except Exception:
             # Whatever a frame did, the socket stays open and the client is told.
             logger.exception("a live socket frame could not be handled")
-            failed = FrameError("internal", "the request failed; it was logged")
+            failed = FrameError("internal", _("the request failed; it was logged"))
             await self._send_error(failed, request_id)
 
     async def _send_error(self, error: FrameError, request_id: str | None) -> None:

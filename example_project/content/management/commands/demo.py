@@ -1,4 +1,4 @@
-"""``manage.py demo``: the example site's schedules and an admin user, loaded once."""
+"""``manage.py demo``: the example site's schedules, users and showcase runs, loaded once."""
 
 from __future__ import annotations
 
@@ -10,17 +10,22 @@ from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from django_weft.models import Module, Schedule
+from django_weft.models import Module, Run, Schedule
+from django_weft.operations import start
 from django_weft.sandbox.modules import save_module
 from example_project.content.reports import (
     DAILY_REPORT,
     DAILY_REPORT_SCHEDULE,
     DAILY_REPORT_SOURCE,
 )
+from example_project.showcase.jobs import DEMO_RUNS
 
 
 class Command(BaseCommand):
-    help = "Create the demo schedules and users (admin, owner, guest) if they are missing."
+    help = (
+        "Create the demo schedules and users (admin, owner, guest) if they are missing, and"
+        " start the showcase's runs once."
+    )
 
     def handle(self, *args: Any, **options: Any) -> None:
         User = get_user_model()
@@ -66,3 +71,7 @@ class Command(BaseCommand):
                 continue
             Schedule(name=name, **row).save()
             self.stdout.write(f"created schedule {name!r}")
+        if not Run.objects.filter(job__startswith="showcase.").exists():
+            for showcase, args in DEMO_RUNS:
+                start(showcase, args)
+                self.stdout.write(f"started a run of {showcase.name}")

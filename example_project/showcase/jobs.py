@@ -1,0 +1,84 @@
+"""The showcase: one job for each way a run ends, each writing terminal output.
+
+``manage.py demo`` starts one run of each (:data:`DEMO_RUNS`), so the operator's console
+shows a run with coloured output, a failed run with its traceback, a run retried twice
+before it succeeded (its attempts kept) and a run stopped by its timeout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django_weft import OutputBuffer, Retry, RunContext, StateSpec, job
+
+#: Each showcase run writes its terminal output here, as the shell job does.
+OUTPUT = StateSpec("showcase.output", initial=lambda: {"output": ""})
+#: ANSI colour codes of the build report's words.
+GREEN, RED, YELLOW, BOLD, RESET = "\x1b[32m", "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
+#: Seconds the slow job is given; it would take a minute.
+SLOW_TIMEOUT = 3
+#: Seconds between the lines a showcase job prints.
+LINE_INTERVAL = 0.2
+
+
+def printer(ctx: RunContext) -> tuple[OutputBuffer, Any]:
+    """An output buffer, and a function that prints a line to it and saves the output."""
+    assert ctx.state is not None
+    state = ctx.state
+    out = OutputBuffer(max_bytes=16 * 1024, max_lines=500)
+
+    def say(line: str) -> None:
+        out.write(line + "\n")
+        text = out.text
+        state.change(lambda data: data.__setitem__("output", text))
+        ctx.sleep(LINE_INTERVAL)
+
+    return out, say
+
+
+@job("showcase.build", state=OUTPUT)
+def build(ctx: RunContext) -> dict[str, int]:
+    """A build log in colour: the console's run page shows it as a terminal would."""
+    _, say = printer(ctx)
+    say(f"{BOLD}building the site{RESET}")
+    say(f"  {GREEN}ok{RESET}    templates (12)")
+    say(f"  {YELLOW}warn{RESET}  images: 2 larger than 1 MB")
+    say(f"  {GREEN}ok{RESET}    feeds (3)")
+    say(f"{BOLD}{GREEN}done{RESET}: 17 files, 1 warning")
+    return {"files": 17, "warnings": 1}
+
+
+@job("showcase.import")
+def import_feed(ctx: RunContext) -> None:
+    """Fails at once: the console's overview lists it under its recent failures."""
+    raise ConnectionError("the partner feed answered 503 Service Unavailable")
+
+
+@job("showcase.flaky", state=OUTPUT, retry=Retry(max_attempts=3, backoff=2, jitter=0))
+def flaky(ctx: RunContext) -> str:
+    """Fails on its first two attempts and succeeds on the third: its page keeps all three."""
+    _, say = printer(ctx)
+    say(f"attempt {ctx.attempt}: connecting to the mail server")
+    if ctx.attempt < 3:
+        say(f"{RED}connection refused{RESET}")
+        raise ConnectionRefusedError(f"the mail server refused attempt {ctx.attempt}")
+    say(f"{GREEN}sent{RESET}")
+    return "sent on attempt 3"
+
+
+@job("showcase.slow", state=OUTPUT, timeout=SLOW_TIMEOUT)
+def slow(ctx: RunContext) -> None:
+    """Would take a minute, but its timeout asks it to stop after a few seconds."""
+    _, say = printer(ctx)
+    for second in range(60):
+        say(f"rebuilding the search index: {second * 100 // 60}%")
+        ctx.sleep(1)
+
+
+#: What ``manage.py demo`` starts once: (job, args).
+DEMO_RUNS: list[tuple[Any, dict[str, Any]]] = [
+    (build, {}),
+    (import_feed, {}),
+    (flaky, {}),
+    (slow, {}),
+]
