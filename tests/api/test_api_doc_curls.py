@@ -26,7 +26,8 @@ PREFIX = "api/"
 def curls() -> list[list[str]]:
     """Each ``curl`` of docs/api.md, as argv, in the page's order."""
     blocks = re.findall(r"^```sh\n(.*?)^```$", API_DOC, re.M | re.S)
-    return [shlex.split(block.replace("\\\n", " ")) for block in blocks if "curl " in block]
+    lines = [line for block in blocks for line in block.replace("\\\n", " ").splitlines()]
+    return [shlex.split(line) for line in lines if line.startswith("curl ")]
 
 
 def send(argv: list[str], base: str) -> tuple[int, dict[str, object]]:
@@ -55,9 +56,10 @@ def test_api_doc_names_one_prefix() -> None:
 
 def test_api_doc_curls_work_as_written_in_order(tmp_path: Path) -> None:
     """The run ``curl`` answers 201 with a run of the job it names, and again 200 with the
-    same run (its idempotency key); the schedule ``curl`` answers 201 with the schedule,
-    owned by the caller."""
-    start_run, create_schedule = curls()
+    same run (its idempotency key); the bulk ``curl`` lines answer 200 with what they did
+    and refused (the example id names no run); the schedule ``curl`` answers 201 with the
+    schedule, owned by the caller."""
+    start_run, bulk_retry, bulk_delete, create_schedule = curls()
     with example_server(tmp_path / "example.sqlite3") as base:
         status, run = send(start_run, base)
         assert status == 201, run
@@ -65,6 +67,12 @@ def test_api_doc_curls_work_as_written_in_order(tmp_path: Path) -> None:
         again, same = send(start_run, base)
         assert again == 200, same
         assert same["id"] == run["id"]
+        status, retried = send(bulk_retry, base)
+        assert (status, retried["action"]) == (200, "retry"), retried
+        status, deleted = send(bulk_delete, base)
+        assert status == 200, deleted
+        assert (deleted["done"], deleted["refused"]) == (0, 1), deleted
+        assert set(deleted["reasons"]) == {"not_found"}, deleted
         status, schedule = send(create_schedule, base)
         assert status == 201, schedule
         asked = json.loads(create_schedule[create_schedule.index("-d") + 1])
