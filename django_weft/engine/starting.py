@@ -117,7 +117,7 @@ def _start_span(request: StartRequest) -> AbstractContextManager[tracing.Span]:
     return tracing.span("weft.start", {"weft.job": request.job.name})
 
 
-def _announce_started(runs: Sequence[Run]) -> None:
+def announce_started(runs: Sequence[Run]) -> None:
     """Send ``run_started`` for ``runs`` once the caller's transaction commits."""
     transaction.on_commit(lambda: _send_started(runs))
 
@@ -141,7 +141,7 @@ def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Ru
         concurrency_key = (
             job.concurrency_key(stored, owner) if job.concurrency_key else None
         ) or ""
-        _serialize_starts(job.name, concurrency_key)
+        serialize_starts(job.name, concurrency_key)
     if key is not None and (existing := _run_for_key(job, key, stored, given)) is not None:
         return existing, False
     if job.concurrency is not None:
@@ -179,7 +179,7 @@ def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Ru
             raise
         return existing, False
     logger.debug("started %s run %s", job.name, run.pk)
-    _announce_started([run])
+    announce_started([run])
     return run, True
 
 
@@ -275,7 +275,7 @@ def insert_runs_in_bulk(runs: Sequence[Run]) -> set[uuid.UUID]:
     started = [run for run in runs if run.pk in inserted]
     for run in started:
         logger.debug("started %s run %s", run.job, run.pk)
-    _announce_started(started)
+    announce_started(started)
     return inserted
 
 
@@ -286,7 +286,7 @@ def _run_for_key(job: Job, key: str, stored: dict[str, Any], given: str | None) 
     return existing
 
 
-def _serialize_starts(job: str, key: str) -> None:
+def serialize_starts(job: str, key: str) -> None:
     """Make concurrent starts of one job and key take turns until their commit.
 
     PostgreSQL gets a transaction-level advisory lock; SQLite serializes writing

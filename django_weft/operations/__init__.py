@@ -46,11 +46,15 @@ from django_weft.operations.runs import (
     abort,
     abort_for,
     astart,
+    astart_many,
     parse_start,
     require_start,
     retry_for,
     start,
     start_for,
+    start_many,
+    start_many_for,
+    start_many_or_get,
     start_or_get,
 )
 from django_weft.operations.schedules import (
@@ -74,6 +78,7 @@ __all__ = [
     "abort_for",
     "approve_module_for",
     "astart",
+    "astart_many",
     "change_document",
     "create_schedule_for",
     "delete_module_for",
@@ -96,5 +101,8 @@ __all__ = [
     "set_enabled_for",
     "start",
     "start_for",
+    "start_many",
+    "start_many_for",
+    "start_many_or_get",
     "start_or_get",
 ]
