@@ -126,7 +126,7 @@ QUICK = Sizes(
     1_000, 30, 2_000, 4, (10, 10_000, 100_000), (10, 10_000), 50, 2.0, 1_000, 1_000, 5, 1_000, 10
 )
 #: The smallest run, end to end in a couple of minutes (tests/test_bench.py).
-TINY = Sizes(30, 3, 30, 2, (10, 100), (10, 100), 3, 0.2, 30, 20, 2, 20, 2)
+TINY = Sizes(30, 3, 300, 2, (10, 100), (10, 100), 3, 0.2, 30, 20, 2, 20, 2)
 
 
 @dataclass

@@ -54,8 +54,10 @@ DATABASES = {
     }
 }
 
-# django-tasks-db: its backend as the default one (Django 6's own django.tasks).
-TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+if SYSTEM == "tasks_db":
+    # django-tasks-db: its backend as the default one (Django 6's own django.tasks);
+    # only here, since its check refuses the backend where its app is not installed.
+    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 if SYSTEM == "weft_live":
     # As docs/live.md deploys it: channels-redis, every process publishing.
