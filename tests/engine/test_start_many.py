@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.db import connection, connections
@@ -31,6 +32,7 @@ from django_weft.exceptions import (
 from django_weft.jobs.registry import registry
 from django_weft.models import AuditRecord, Document, Run, RunStatus
 from django_weft.signals import run_started
+from tests.live_client import CommunicatorSocket, open_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -257,3 +259,20 @@ def test_start_many_for_checks_the_user_and_records_each_new_run() -> None:
     assert [created for _, created in answers] == [True, False, True]
     assert {run.owner_id for run in Run.objects.all()} == {starter.pk}
     assert AuditRecord.objects.count() == 2
+
+
+@pytest.mark.asyncio
+async def test_start_many_publishes_each_run_to_the_live_views(
+    sockets: list[CommunicatorSocket],
+) -> None:
+    """An operator's socket gets a run frame for every run of the batch."""
+
+    def operator() -> Any:
+        user = get_user_model().objects.create_user("op")
+        user.user_permissions.add(Permission.objects.get(codename="view_run"))
+        return get_user_model().objects.get(pk=user.pk)
+
+    socket = await open_socket(sockets, await sync_to_async(operator)())
+    runs = await django_weft.astart_many("tests.sleep", [{"seconds": i} for i in range(5)])
+    seen = {(await socket.until(lambda frame: frame["type"] == "run"))["run"]["id"] for _ in runs}
+    assert seen == {str(run.pk) for run in runs}
