@@ -7,8 +7,7 @@ item refuses the whole batch, naming its index, with nothing written.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -16,7 +15,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.db import connection, connections
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 import django_weft
@@ -33,6 +32,7 @@ from django_weft.jobs.registry import registry
 from django_weft.models import AuditRecord, Document, Run, RunStatus
 from django_weft.signals import run_started
 from tests.live_client import CommunicatorSocket, open_socket
+from tests.threads import concurrently
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,28 +41,6 @@ RUN_TABLE = Run._meta.db_table
 
 def inserts_into(queries: CaptureQueriesContext, table: str) -> int:
     return sum(query["sql"].startswith(f'INSERT INTO "{table}"') for query in queries)
-
-
-def concurrently(count: int, call: Callable[[], Any]) -> list[Any]:
-    """Call ``call`` from ``count`` threads released at the same moment."""
-    barrier = threading.Barrier(count)
-    results: list[Any] = [None] * count
-
-    def target(index: int) -> None:
-        try:
-            barrier.wait()
-            results[index] = call()
-        except Exception as error:
-            results[index] = error
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    return results
 
 
 @pytest.fixture
