@@ -32,7 +32,9 @@ def layer_host() -> dict[str, Any]:
 
 
 def client() -> redis.Redis:
-    return redis.Redis.from_url(URL)
+    """A connection for plain and blocking commands: no read timeout of its own (redis-py
+    8 has one by default, which a ``BLPOP`` waiting for a long drain outlasts)."""
+    return redis.Redis.from_url(URL, socket_timeout=None, socket_connect_timeout=10)
 
 
 def clean() -> int:
