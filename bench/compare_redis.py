@@ -26,9 +26,19 @@ def prefix(what: str) -> str:
     return f"{os.environ.get('WEFT_COMPARE_REDIS_PREFIX', 'weft-compare')}-{what}"
 
 
+#: channels-redis blocks up to 5 s in ``BZPOPMIN`` waiting for a socket's messages, as
+#: long as redis-py 8's default read timeout: the read would time out just as the pop
+#: returns empty (``Timeout reading from socket``), so the layer's reads wait longer.
+LAYER_READ_TIMEOUT = 30
+
+
 def layer_host() -> dict[str, Any]:
     """channels-redis's host entry: this database, with room for a burst of sockets."""
-    return {"address": URL, "max_connections": LAYER_MAX_CONNECTIONS}
+    return {
+        "address": URL,
+        "max_connections": LAYER_MAX_CONNECTIONS,
+        "socket_timeout": LAYER_READ_TIMEOUT,
+    }
 
 
 def client() -> redis.Redis:
