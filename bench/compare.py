@@ -31,10 +31,16 @@ INSTALLED = VENV / "installed-from.sha256"
 
 def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
+    sizes = parser.add_mutually_exclusive_group()
+    sizes.add_argument(
         "--quick",
         action="store_true",
         help="A few-minute version: 1,000 jobs, 30 latency samples, 2,000 due schedules, 1 repeat.",
+    )
+    sizes.add_argument(
+        "--tiny",
+        action="store_true",
+        help="The smallest run, end to end (30 jobs, 20 sockets): checks that it works.",
     )
     parser.add_argument(
         "--repeat", type=positive, default=None, help="Repeats (default: 3, 1 with --quick)."
@@ -43,7 +49,7 @@ def parse_arguments() -> argparse.Namespace:
         "--jobs",
         type=positive,
         default=None,
-        help="No-op jobs per throughput measurement (default: 10,000, 1,000 with --quick).",
+        help="No-op jobs per throughput measurement (default: 5,000, 1,000 with --quick).",
     )
     return parser.parse_args()
 
@@ -110,7 +116,7 @@ def ensure_venv() -> Path:
                 "install",
                 "--quiet",
                 "--editable",
-                f"{_setup.REPO}[postgres]",
+                f"{_setup.REPO}[postgres,http,bench]",
                 "--requirement",
                 str(REQUIREMENTS),
             ],
@@ -132,7 +138,8 @@ def main() -> None:
     # The run imports psycopg, Django and the other systems, which only the virtualenv has.
     import compare_run
 
-    compare_run.run(quick=options.quick, repeat=options.repeat, jobs=options.jobs)
+    mode = "quick" if options.quick else "tiny" if options.tiny else "full"
+    compare_run.run(mode=mode, repeat=options.repeat, jobs=options.jobs)
 
 
 if __name__ == "__main__":

@@ -37,8 +37,11 @@ from django.db import connection
 #: The module holding each system's jobs and measurements, imported once Django is set up.
 SYSTEM_MODULES = {
     "weft": "compare_weft",
+    "weft_live": "compare_weft",
     "tasks_db": "compare_tasks_db",
     "procrastinate": "compare_procrastinate",
+    "celery": "compare_celery",
+    "celery_results": "compare_celery",
     "celery_beat": "compare_celery_beat",
 }
 #: How long a stopped worker gets to exit before it is killed.

@@ -1,8 +1,10 @@
 """What ``compare.py`` measures, in which configurations, and where the results go.
 
 One repeat is: the commit ceiling; every throughput configuration with 1 worker
-process, then every one with 2; each system's latency; django-weft's due fires; the
-idle ticks of django-weft and django-celery-beat. Systems alternate within each
+process, then every one with 2; each system's latency; django-weft's start rates
+(``start()`` and ``start_many()``, with and without a channel layer); the fan-out to
+guest sockets; django-weft's due fires; the idle ticks of django-weft and
+django-celery-beat. Systems alternate within each
 figure (A/B/C, A/B/C), and the whole repeat runs ``--repeat`` times.
 """
 
@@ -35,11 +37,15 @@ class Throughput:
 
 THROUGHPUT = (
     Throughput("weft", "django-weft runjobs --no-schedules"),
+    Throughput("weft_live", "django-weft runjobs, channels-redis configured"),
     Throughput("tasks_db", "django-tasks-db db_worker, CONN_MAX_AGE 600", PERSISTENT),
-    Throughput("tasks_db", "django-tasks-db db_worker, CONN_MAX_AGE 0"),
-    Throughput("procrastinate", "procrastinate worker --concurrency 1", 0, {"concurrency": 1}),
     Throughput("procrastinate", "procrastinate worker --concurrency 10", 0, {"concurrency": 10}),
+    Throughput("celery", "celery worker -P prefork -c 4, no result backend"),
+    Throughput("celery_results", "celery worker -P prefork -c 4, django-celery-results"),
 )
+#: The systems that keep their queue in the database, as django-weft does: the
+#: "best durable" anchor is the fastest of these.
+DURABLE = ("tasks_db", "procrastinate")
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,7 @@ LATENCY = (
     Latency("weft", "django-weft runjobs", 0, (0.02, 0.2)),
     Latency("tasks_db", "django-tasks-db db_worker, CONN_MAX_AGE 600", PERSISTENT, (0.02, 1.02)),
     Latency("procrastinate", "procrastinate worker", 0, (0.02, 0.2)),
+    Latency("celery", "celery worker -P prefork -c 4", 0, (0.02, 0.2)),
 )
 
 
@@ -70,8 +77,11 @@ def workers_label(workers: int) -> str:
 
 SYSTEM_NAMES = {
     "weft": "django-weft",
+    "weft_live": "django-weft, channels-redis",
     "tasks_db": "django-tasks-db",
     "procrastinate": "procrastinate",
+    "celery": "Celery",
+    "celery_results": "Celery, django-celery-results",
     "celery_beat": "django-celery-beat",
 }
 
@@ -88,10 +98,35 @@ class Sizes:
     beat_tick_sizes: tuple[int, ...]
     ticks: int
     ceiling_seconds: float
+    #: ``start()`` calls, and ``start_many()`` batches of ``start_batch`` runs.
+    start_singles: int
+    start_batch: int
+    start_batches: int
+    #: Guest sockets of the fan-out, and its samples.
+    fanout_sockets: int
+    fanout_samples: int
 
 
-FULL = Sizes(10_000, 200, 10_000, 4, (10, 10_000, 100_000), (10, 10_000), 200, 5.0)
-QUICK = Sizes(1_000, 30, 2_000, 4, (10, 10_000, 100_000), (10, 10_000), 50, 2.0)
+FULL = Sizes(
+    5_000,
+    100,
+    10_000,
+    4,
+    (10, 10_000, 100_000),
+    (10, 10_000),
+    100,
+    3.0,
+    2_000,
+    1_000,
+    10,
+    1_000,
+    30,
+)
+QUICK = Sizes(
+    1_000, 30, 2_000, 4, (10, 10_000, 100_000), (10, 10_000), 50, 2.0, 1_000, 1_000, 5, 1_000, 10
+)
+#: The smallest run, end to end in a couple of minutes (tests/test_bench.py).
+TINY = Sizes(30, 3, 300, 2, (10, 100), (10, 100), 3, 0.2, 30, 20, 2, 20, 2)
 
 
 @dataclass
@@ -106,6 +141,9 @@ class Results:
     fires: list[dict[str, Any]] = field(default_factory=list)
     weft_ticks: list[dict[str, dict[str, float]]] = field(default_factory=list)
     beat_ticks: list[dict[str, dict[str, float]]] = field(default_factory=list)
+    #: system (weft, weft_live) -> start rates per repeat.
+    start_rates: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    fanout: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_repeat(
@@ -164,6 +202,37 @@ def run_repeat(
             f"{_setup.percentile(samples, 0.5) * 1e3:.1f} ms, "
             f"p99 {_setup.percentile(samples, 0.99) * 1e3:.1f} ms ({len(samples)} samples)"
         )
+    for system in ("weft", "weft_live"):
+        rates = child(
+            system,
+            "start_rates",
+            f"start-rates-{system}",
+            {
+                "singles": sizes.start_singles,
+                "batch": sizes.start_batch,
+                "batches": sizes.start_batches,
+            },
+        )
+        results.start_rates.setdefault(system, []).append(rates)
+        say(
+            f"{SYSTEM_NAMES[system]}: start() {rates['start_per_s']:,.0f} runs/s "
+            f"({1e3 / rates['start_per_s']:.2f} ms each), start_many() of "
+            f"{sizes.start_batch:,} {rates['start_many_per_s']:,.0f} runs/s"
+        )
+    fanout = child(
+        "weft_live",
+        "fanout",
+        "fanout-weft-live",
+        {"sockets": sizes.fanout_sockets, "samples": sizes.fanout_samples},
+    )
+    results.fanout.append(fanout)
+    say(
+        f"fan-out to {fanout['sockets']:,} guest sockets (uvicorn, channels-redis), connected "
+        f"in {fanout['connect_s']:.1f} s: commit -> last socket median "
+        f"{_setup.median(fanout['last_ms']):.1f} ms, p99 "
+        f"{_setup.percentile(fanout['last_ms'], 0.99):.1f} ms; first socket median "
+        f"{_setup.median(fanout['first_ms']):.1f} ms ({len(fanout['last_ms'])} samples)"
+    )
     fires = child(
         "weft",
         "due_fires",

@@ -7,6 +7,7 @@ measurement with its workers (``compare_children``) and drops the databases
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from types import FrameType
 import _setup
 import compare_children
 import compare_plan
+import compare_redis
 import compare_report
 import compare_server
 
@@ -29,17 +31,20 @@ def interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def run(*, quick: bool, repeat: int | None, jobs: int | None) -> None:
-    sizes = compare_plan.QUICK if quick else compare_plan.FULL
+def run(*, mode: str, repeat: int | None, jobs: int | None) -> None:
+    sizes = {"quick": compare_plan.QUICK, "tiny": compare_plan.TINY}.get(mode, compare_plan.FULL)
     if jobs is not None:
         sizes = replace(sizes, jobs=jobs)
-    repeats = repeat or (1 if quick else 3)
+    repeats = repeat or (3 if mode == "full" else 1)
     signal.signal(signal.SIGTERM, interrupt)
+    # Every Redis key of this run (Celery's broker, the channel layer) starts with this.
+    os.environ["WEFT_COMPARE_REDIS_PREFIX"] = f"weft-compare-{os.getpid()}"
+    redis_version = compare_redis.check()
     server = compare_server.Server()
     logs = Path(tempfile.mkdtemp(prefix="weft-compare-logs-"))
     finished = False
     try:
-        print_machine(server)
+        print_machine(server, redis_version)
         systems = list(compare_plan.SYSTEM_NAMES)
         server.create([compare_server.CEILING_DATABASE, *map(compare_server.database, systems)])
         for system in systems:
@@ -54,10 +59,10 @@ def run(*, quick: bool, repeat: int | None, jobs: int | None) -> None:
             compare_plan.run_repeat(
                 number, sizes, results, logs, lambda line: print(f"  {line}", flush=True)
             )
-        lines, ratio_line = compare_report.report(results, sizes)
+        lines, ratio_lines = compare_report.report(results, sizes)
         print("\n".join(lines))
         _setup.print_load_at_end()
-        print(ratio_line)
+        print("\n".join(ratio_lines))
         finished = True
     except KeyboardInterrupt:
         print("\ncompare.py: interrupted; stopping workers, dropping databases", file=sys.stderr)
@@ -67,13 +72,14 @@ def run(*, quick: bool, repeat: int | None, jobs: int | None) -> None:
         raise SystemExit(1) from None
     finally:
         server.close()
+        compare_redis.clean()
         if finished:
             shutil.rmtree(logs, ignore_errors=True)
         else:
             print(f"compare.py: the logs are in {logs}", file=sys.stderr)
 
 
-def print_machine(server: compare_server.Server) -> None:
+def print_machine(server: compare_server.Server, redis_version: str) -> None:
     commit = subprocess.run(
         ["git", "-C", str(_setup.REPO), "describe", "--always", "--dirty"],
         capture_output=True,
@@ -84,7 +90,10 @@ def print_machine(server: compare_server.Server) -> None:
         f"(this working tree, {commit or 'not a git checkout'}), "
         f"django-tasks-db {version('django-tasks-db')}, procrastinate {version('procrastinate')}, "
         f"django-celery-beat {version('django-celery-beat')}, celery {version('celery')}, "
-        f"psycopg {version('psycopg')}"
+        f"django-celery-results {version('django-celery-results')}, channels-redis "
+        f"{version('channels-redis')}, redis-py {version('redis')}, uvicorn "
+        f"{version('uvicorn')}, websockets {version('websockets')}, psycopg {version('psycopg')}; "
+        f"Redis {redis_version} at {compare_redis.URL}"
     )
     where = "{host}:{port}".format(**_setup.pg_server())
     _setup.print_machine(

@@ -3,10 +3,14 @@
 ``compare.py`` runs every measurement in a child process configured for one system,
 and that child starts the system's worker processes with the same environment:
 
-- ``WEFT_COMPARE_SYSTEM``: ``weft``, ``tasks_db``, ``procrastinate`` or ``celery_beat``;
+- ``WEFT_COMPARE_SYSTEM``: ``weft``, ``weft_live`` (django-weft with channels-redis),
+  ``tasks_db``, ``procrastinate``, ``celery``, ``celery_results`` (Celery with
+  django-celery-results) or ``celery_beat``;
 - ``WEFT_COMPARE_DATABASE``: the database (``compare.py`` creates and drops it);
 - ``WEFT_COMPARE_CONN_MAX_AGE``: Django's ``CONN_MAX_AGE`` (default 0, Django's own);
-- ``WEFT_BENCH_PG_HOST``/``_PORT``/``_USER``: the server (127.0.0.1:5432, postgres).
+- ``WEFT_BENCH_PG_HOST``/``_PORT``/``_USER``: the server (127.0.0.1:5432, postgres);
+- ``WEFT_COMPARE_REDIS_URL`` and ``WEFT_COMPARE_REDIS_PREFIX``: the Redis database and
+  the key prefix of this run's Celery broker and channel layer (``compare_redis.py``).
 
 Each system gets only its own app and Django's defaults otherwise; what else each is
 given (its documented settings for PostgreSQL) is in ``bench/README.md``.
@@ -15,13 +19,17 @@ given (its documented settings for PostgreSQL) is in ``bench/README.md``.
 import os
 
 import _setup
+import compare_redis
 
 SYSTEM = os.environ.get("WEFT_COMPARE_SYSTEM", "")
 SYSTEM_APPS = {
     "weft": ["rest_framework", "django_weft"],
+    "weft_live": ["rest_framework", "django_weft"],
     "tasks_db": ["django_tasks_db"],
     "procrastinate": ["procrastinate.contrib.django"],
     "celery_beat": ["django_celery_beat"],
+    "celery": [],
+    "celery_results": ["django_celery_results"],
 }
 if SYSTEM not in SYSTEM_APPS:
     raise RuntimeError(
@@ -46,5 +54,22 @@ DATABASES = {
     }
 }
 
-# django-tasks-db: its backend as the default one (Django 6's own django.tasks).
-TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+if SYSTEM == "tasks_db":
+    # django-tasks-db: its backend as the default one (Django 6's own django.tasks);
+    # only here, since its check refuses the backend where its app is not installed.
+    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+
+if SYSTEM == "weft_live":
+    # As docs/live.md deploys it: channels-redis, every process publishing.
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                "hosts": [compare_redis.layer_host()],
+                "prefix": compare_redis.prefix("layer"),
+            },
+        }
+    }
+    # The fan-out's sockets are guests without a session.
+    WEFT_LIVE_ALLOW_ANONYMOUS = True
+    ASGI_APPLICATION = "compare_asgi.application"

@@ -17,6 +17,7 @@ from typing import Any
 
 import _setup
 import compare_common
+import compare_fanout
 from django.db.models import Max, Min
 from django.utils import timezone
 from rest_framework import serializers
@@ -28,7 +29,7 @@ from django_weft.jobs.context import RunContext
 from django_weft.jobs.registry import job
 from django_weft.live.changes import Changes
 from django_weft.models import Run, RunStatus
-from django_weft.operations import start
+from django_weft.operations import start, start_many
 
 APP = "django_weft"
 
@@ -139,6 +140,22 @@ def idle_ticks(options: dict[str, Any], logs: Path) -> dict[str, Any]:
     return medians
 
 
+def start_rates(options: dict[str, Any], logs: Path) -> dict[str, Any]:
+    """Runs started per second: ``start()`` one at a time (a commit each), then
+    ``start_many()`` in batches of ``options["batch"]`` (a commit per batch)."""
+    compare_common.truncate_app(APP)
+    single = compare_common.enqueue_rate(lambda: start(noop), options["singles"])
+    compare_common.truncate_app(APP)
+    batch, batches = options["batch"], options["batches"]
+    begin = time.perf_counter()
+    for _ in range(batches):
+        start_many(noop, [{}] * batch)
+    bulk = batch * batches / (time.perf_counter() - begin)
+    if Run.objects.count() != batch * batches:
+        raise RuntimeError(f"{Run.objects.count()} runs for {batch * batches} bulk starts")
+    return {"start_per_s": single, "start_many_per_s": bulk}
+
+
 MEASUREMENTS = {
     **compare_common.JobQueue(
         app_label=APP,
@@ -150,4 +167,6 @@ MEASUREMENTS = {
     ).measurements(),
     "due_fires": due_fires,
     "idle_ticks": idle_ticks,
+    "start_rates": start_rates,
+    "fanout": compare_fanout.fanout,
 }

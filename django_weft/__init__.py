@@ -30,6 +30,8 @@ _HOMES: dict[str, str] = {
     "start": "django_weft.operations",
     "StartRequest": "django_weft.engine.starting",
     "astart": "django_weft.operations",
+    "start_many": "django_weft.operations",
+    "astart_many": "django_weft.operations",
     "abort": "django_weft.operations",
     "aabort": "django_weft.operations",
     "open_document": "django_weft.operations",
@@ -49,6 +51,7 @@ _HOMES: dict[str, str] = {
     "ConcurrencyLimitReached": "django_weft.exceptions",
     "IdempotencyKeyReused": "django_weft.exceptions",
     "InvalidIdempotencyKey": "django_weft.exceptions",
+    "InvalidBatchItem": "django_weft.exceptions",
     "RunAborted": "django_weft.exceptions",
     "RunLost": "django_weft.exceptions",
     "RunTimedOut": "django_weft.exceptions",
@@ -79,6 +82,7 @@ if TYPE_CHECKING:
     from django_weft.exceptions import Forbidden as Forbidden
     from django_weft.exceptions import IdempotencyKeyReused as IdempotencyKeyReused
     from django_weft.exceptions import InvalidArgs as InvalidArgs
+    from django_weft.exceptions import InvalidBatchItem as InvalidBatchItem
     from django_weft.exceptions import InvalidIdempotencyKey as InvalidIdempotencyKey
     from django_weft.exceptions import RunAborted as RunAborted
     from django_weft.exceptions import RunFinished as RunFinished
@@ -104,8 +108,10 @@ if TYPE_CHECKING:
     from django_weft.operations import aabort as aabort
     from django_weft.operations import abort as abort
     from django_weft.operations import astart as astart
+    from django_weft.operations import astart_many as astart_many
     from django_weft.operations import change_document as change_document
     from django_weft.operations import open_document as open_document
     from django_weft.operations import start as start
+    from django_weft.operations import start_many as start_many
     from django_weft.testing import DrivenClock as DrivenClock
     from django_weft.testing import Rehearsal as Rehearsal

@@ -33,17 +33,40 @@ class StartRefused(WeftError):
     """A start was refused before any row was written."""
 
 
+def batch_item(index: int | None) -> str:
+    """`` (item 3 of the batch)`` for a refusal of a ``start_many`` item, else nothing."""
+    return "" if index is None else f" (item {index} of the batch)"
+
+
+class InvalidBatchItem(WeftError, ValueError):
+    """An item of a ``start_many`` batch is bad input; the whole batch was refused.
+
+    ``index`` counts from 0 in the batch; ``fields`` maps each bad field of that item
+    (``args.<name>``, ``key``, ``priority``) to its messages; ``error`` is what a single
+    start with that item would have raised.
+    """
+
+    def __init__(self, index: int, fields: Mapping[str, Sequence[str]], error: Exception) -> None:
+        self.index = index
+        self.fields = {field: [str(m) for m in messages] for field, messages in fields.items()}
+        self.error = error
+        named = ", ".join(self.fields)
+        super().__init__(f"item {index} of the batch, {named}: {error}; nothing was started")
+
+
 class ConcurrencyLimitReached(StartRefused):
     """The job already has as many unfinished runs as its concurrency limit allows."""
 
-    def __init__(self, job: str, limit: int, key: str | None) -> None:
+    def __init__(self, job: str, limit: int, key: str | None, *, index: int | None = None) -> None:
         self.job = job
         self.limit = limit
         self.key = key
+        #: The item of a ``start_many`` batch that would pass the limit (None: one start).
+        self.index = index
         scope = f' for key "{key}"' if key else ""
         super().__init__(
-            f'job "{job}" allows {limit} unfinished run{"s" if limit != 1 else ""} at once{scope}; '
-            "wait for one to finish or abort it"
+            f'job "{job}" allows {limit} unfinished run{"s" if limit != 1 else ""} at once{scope}'
+            f"{batch_item(index)}; wait for one to finish or abort it"
         )
 
 
@@ -83,12 +106,14 @@ class RunProcessDied(WeftError):
 class IdempotencyKeyReused(StartRefused):
     """An idempotency key came back with different args than the run it names."""
 
-    def __init__(self, job: str, key: str) -> None:
+    def __init__(self, job: str, key: str, *, index: int | None = None) -> None:
         self.job = job
         self.key = key
+        #: The item of a ``start_many`` batch that reused the key (None: one start).
+        self.index = index
         super().__init__(
-            f'idempotency key "{key}" of job "{job}" was used for a run with other args; '
-            "use a new key for a new request"
+            f'idempotency key "{key}" of job "{job}" was used for a run with other args'
+            f"{batch_item(index)}; use a new key for a new request"
         )
 
 

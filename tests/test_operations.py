@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
-from django.db import connections
 from django.utils import timezone
 
 from django_weft import operations
@@ -37,6 +34,7 @@ from django_weft.operations import (
 )
 from example_project.shell.jobs import shell
 from tests.processes import wait_for
+from tests.threads import concurrently
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,28 +42,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def execute_all() -> None:
     """Run every queued run to its end in this thread."""
     Worker(executor="django_weft.engine.executors.InlineExecutor").run(once=True)
-
-
-def concurrently(count: int, call: Callable[[], Any]) -> list[Any]:
-    """Call ``call`` from ``count`` threads released at the same moment."""
-    barrier = threading.Barrier(count)
-    results: list[Any] = [None] * count
-
-    def target(index: int) -> None:
-        try:
-            barrier.wait()
-            results[index] = call()
-        except Exception as error:
-            results[index] = error
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    return results
 
 
 def test_start_invalid_args_names_the_field_and_writes_nothing() -> None:

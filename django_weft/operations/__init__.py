@@ -60,12 +60,16 @@ from django_weft.operations.runs import (
     abort,
     abort_for,
     astart,
+    astart_many,
     delete_run_for,
     parse_start,
     require_start,
     retry_for,
     start,
     start_for,
+    start_many,
+    start_many_for,
+    start_many_or_get,
     start_or_get,
 )
 from django_weft.operations.schedules import (
@@ -92,6 +96,7 @@ __all__ = [
     "abort_for",
     "approve_module_for",
     "astart",
+    "astart_many",
     "bulk_for",
     "change_document",
     "create_schedule_for",
@@ -118,5 +123,8 @@ __all__ = [
     "set_enabled_for",
     "start",
     "start_for",
+    "start_many",
+    "start_many_for",
+    "start_many_or_get",
     "start_or_get",
 ]

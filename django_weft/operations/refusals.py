@@ -10,6 +10,7 @@ from django_weft.exceptions import (
     Forbidden,
     IdempotencyKeyReused,
     InvalidArgs,
+    InvalidBatchItem,
     InvalidIdempotencyKey,
     RunFinished,
     RunNotFinished,
@@ -34,6 +35,11 @@ def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict
         return "invalid", str(error), {"job": [str(error)]}
     if isinstance(error, InvalidArgs):
         fields = {f"args.{name}": messages for name, messages in error.errors.items()}
+        return "invalid", str(error), fields
+    if isinstance(error, InvalidBatchItem):
+        fields = {
+            f"items.{error.index}.{name}": messages for name, messages in error.fields.items()
+        }
         return "invalid", str(error), fields
     if isinstance(error, InvalidIdempotencyKey):
         return "invalid", str(error), {"key": [str(error)]}

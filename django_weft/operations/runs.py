@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -13,9 +13,10 @@ from django.utils.translation import gettext as _
 
 from django_weft import access
 from django_weft.access import User
-from django_weft.engine import finishing, starting
+from django_weft.engine import bulk_starting, finishing, starting
 from django_weft.engine.starting import StartRequest
 from django_weft.exceptions import (
+    InvalidBatchItem,
     RunFinished,
     RunNotFinished,
     RunNotFound,
@@ -125,6 +126,51 @@ def start_or_get(request: StartRequest) -> tuple[Run, bool]:
 astart = sync_to_async(start)
 
 
+def start_many(
+    job: Job | str,
+    items: Sequence[Mapping[str, Any] | None],
+    *,
+    keys: Sequence[str | None] | None = None,
+    owner: AbstractBaseUser | None = None,
+    priority: int | None = None,
+) -> list[Run]:
+    """Start a run of ``job`` for each args of ``items`` at once, in one transaction.
+
+    What :func:`start` is for one run, for a fan-out: the runs come back in the items'
+    order, queued, and are written with one INSERT. ``keys`` (as long as ``items``,
+    None for an item without one) are the items' idempotency keys, answered as
+    :func:`start` answers one. A bad item refuses the whole batch, naming its index:
+    :class:`~django_weft.exceptions.InvalidBatchItem`,
+    :class:`~django_weft.exceptions.IdempotencyKeyReused`,
+    :class:`~django_weft.exceptions.ConcurrencyLimitReached`; then nothing is written.
+    """
+    chosen = registry.get(job) if isinstance(job, str) else job
+    if keys is not None and len(keys) != len(items):
+        raise ValueError(f"keys has {len(keys)} items and items {len(items)}; give one per item")
+    requests = []
+    for index, args in enumerate(items):
+        key = None if keys is None else keys[index]
+        try:
+            requests.append(StartRequest(chosen, args, key=key, owner=owner, priority=priority))
+        except ValueError as error:
+            raise InvalidBatchItem(index, {"priority": [str(error)]}, error) from error
+    return [run for run, _ in start_many_or_get(requests)]
+
+
+def start_many_or_get(requests: Sequence[StartRequest]) -> list[tuple[Run, bool]]:
+    """Start the runs ``requests`` ask for, as :func:`start_many` does; also say of each
+    whether this call made it (False: its key named an earlier run)."""
+    answers = bulk_starting.start_many(requests, now=clocks.now())
+    changes = Changes()
+    for run, _ in answers:
+        changes.run(run.pk)
+    publisher.publish(changes)
+    return answers
+
+
+astart_many = sync_to_async(start_many)
+
+
 def abort(run: Run) -> bool:
     """Request an abort. A run no worker has claimed (queued or blocked) ends at once.
 
@@ -161,6 +207,18 @@ def start_for(user: User, request: StartRequest) -> tuple[Run, bool]:
         if created:
             record(user, AuditAction.START, run, text="Started")
     return run, created
+
+
+def start_many_for(user: User, requests: Sequence[StartRequest]) -> list[tuple[Run, bool]]:
+    """Start ``requests`` as ``user``, who owns the runs; False for each resent key."""
+    require_start(user)
+    owner = as_owner(user)
+    with transaction.atomic():
+        answers = start_many_or_get([replace(request, owner=owner) for request in requests])
+        for run, created in answers:
+            if created:
+                record(user, AuditAction.START, run, text="Started")
+    return answers
 
 
 def _start_as(user: User, request: StartRequest) -> tuple[Run, bool]:
