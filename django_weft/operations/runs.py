@@ -162,7 +162,7 @@ def start_many_or_get(requests: Sequence[StartRequest]) -> list[tuple[Run, bool]
     whether this call made it (False: its key named an earlier run)."""
     answers = bulk_starting.start_many(requests, now=clocks.now())
     changes = Changes()
-    for run, _ in answers:
+    for run, _created in answers:
         changes.run(run.pk)
     publisher.publish(changes)
     return answers
