@@ -46,5 +46,7 @@ DATABASES = {
     }
 }
 
-# django-tasks-db: its backend as the default one (Django 6's own django.tasks).
-TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+# django-tasks-db: its backend as the default one (Django 6's own django.tasks), only
+# where its app is installed (its system check refuses the backend elsewhere).
+if SYSTEM == "tasks_db":
+    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
