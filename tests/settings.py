@@ -73,6 +73,11 @@ if DATABASE_VENDOR == "postgres":
             "TEST": {"NAME": TEST_DATABASE_NAME or f"test_weft_{os.getpid()}"},
         }
     }
+    #: ``WEFT_TEST_PG_PREPARE=1`` runs on server-side binding with psycopg preparing
+    #: each statement from its fifth execution, as docs/deployment.md suggests for a
+    #: direct connection.
+    if os.environ.get("WEFT_TEST_PG_PREPARE") == "1":
+        DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 5}
     #: Set by the PgBouncer fault tests: ``default`` then goes through a transaction pool
     #: (no server-side cursors there), and alias ``direct`` reaches the server itself.
     DIRECT_PORT = os.environ.get("WEFT_TEST_PG_DIRECT_PORT")

@@ -74,7 +74,7 @@ class Reports:
     def record(self, now: datetime, changes: Changes) -> Recorded | None:
         """Record the waiting reports in one transaction; None if none was waiting.
 
-        The plain ones (no hook, schedule or retry) are one statement each; the others
+        The plain ones (no hook, schedule or retry) are one statement together; the others
         each take the full finish in a savepoint of their own. A database error leaves
         every one of them queued for the next round.
         """

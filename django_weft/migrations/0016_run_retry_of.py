@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_weft", "0014_run_version"),
+        ("django_weft", "0015_lean_run_row"),
     ]
 
     operations = [
