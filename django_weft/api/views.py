@@ -213,13 +213,24 @@ class RunViewSet(
         queryset = super().get_queryset()
         if self.action != "list":
             return queryset
-        filters = RunFilterSerializer(data=self.request.query_params)
+        filters = RunFilterSerializer(
+            data=self.request.query_params,
+            also_allowed=[
+                Pagination.limit_query_param,
+                Pagination.offset_query_param,
+                api_settings.URL_FORMAT_OVERRIDE,
+            ],
+        )
         filters.is_valid(raise_exception=True)
         given = filters.validated_data
         if "job" in given:
             queryset = queryset.filter(job=given["job"])
         if "status" in given:
             queryset = queryset.filter(status=given["status"])
+        if "queue" in given:
+            queryset = queryset.filter(queue=given["queue"])
+        if "worker" in given:
+            queryset = queryset.filter(worker_id=given["worker"])
         if "owner" in given:
             username_field = get_user_model().USERNAME_FIELD
             queryset = queryset.filter(**{f"owner__{username_field}": given["owner"]})
