@@ -4,18 +4,20 @@ latest failures, listed on the admin index and live over the runs socket.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from django_weft import access, operations
-from django_weft.console import pages
+from django_weft.console import history, pages
 from django_weft.console.refusals import act
 from django_weft.models import Overview
 from django_weft.timing import clocks
@@ -62,9 +64,14 @@ class OverviewAdmin(OverviewAdminBase):
     def _context(self, request: HttpRequest) -> dict[str, Any]:
         if not self.has_view_permission(request):
             raise PermissionDenied
+        span = _chosen(request, "range", history.SPANS, history.DEFAULT_SPAN)
+        split = _chosen(request, "split", history.SPLITS, history.DEFAULT_SPLIT)
+        overview = pages.overview_context(
+            request.user, clocks.now(), timezone.get_current_timezone(), span, split
+        )
         return {
             **self.admin_site.each_context(request),
-            **pages.overview_context(request.user, clocks.now(), timezone.get_current_timezone()),
+            **overview,
             "opts": self.opts,
             "title": "Overview",
             "subtitle": None,
@@ -109,3 +116,14 @@ class OverviewAdmin(OverviewAdminBase):
             same = f"Queue {queue} was {'paused' if pause else 'not paused'} already."
             self.message_user(request, done if changed else same, messages.SUCCESS)
         return redirect("admin:django_weft_overview_changelist")
+
+
+def _chosen(request: HttpRequest, name: str, choices: Mapping[str, Any], default: str) -> str:
+    """The choice the address makes for ``name``; a 400 naming it for any other value."""
+    value = request.GET.get(name, default)
+    if value not in choices:
+        raise BadRequest(
+            _("%(name)s must be one of %(choices)s, not %(value)r.")
+            % {"name": name, "choices": ", ".join(choices), "value": value}
+        )
+    return value
