@@ -8,8 +8,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
-from django.core.exceptions import BadRequest, PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.core.exceptions import PermissionDenied
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseNotAllowed,
+)
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
@@ -81,14 +86,19 @@ class OverviewAdmin(OverviewAdminBase):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        context = self._context(request) | (extra_context or {})
+        try:
+            context = self._context(request) | (extra_context or {})
+        except BadChoice as error:
+            return HttpResponseBadRequest(str(error))
         return TemplateResponse(request, "admin/django_weft/overview/page.html", context)
 
     def live_view(self, request: HttpRequest) -> HttpResponse:
         """The overview's figures alone, as the page redraws them."""
-        return TemplateResponse(
-            request, "admin/django_weft/overview/figures.html", self._context(request)
-        )
+        try:
+            context = self._context(request)
+        except BadChoice as error:
+            return HttpResponseBadRequest(str(error))
+        return TemplateResponse(request, "admin/django_weft/overview/figures.html", context)
 
     def pause_view(self, request: HttpRequest) -> HttpResponse:
         return self._queue_action(request, pause=True)
@@ -118,11 +128,15 @@ class OverviewAdmin(OverviewAdminBase):
         return redirect("admin:django_weft_overview_changelist")
 
 
+class BadChoice(ValueError):
+    """The address asks for a range or split the overview does not offer."""
+
+
 def _chosen(request: HttpRequest, name: str, choices: Mapping[str, Any], default: str) -> str:
     """The choice the address makes for ``name``; a 400 naming it for any other value."""
     value = request.GET.get(name, default)
     if value not in choices:
-        raise BadRequest(
+        raise BadChoice(
             _("%(name)s must be one of %(choices)s, not %(value)r.")
             % {"name": name, "choices": ", ".join(choices), "value": value}
         )
