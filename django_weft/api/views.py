@@ -50,6 +50,7 @@ from django_weft.api.serializers import (
     ScheduleViewSerializer,
 )
 from django_weft.models import Run, Schedule
+from django_weft.models.counting import estimated_count
 
 if TYPE_CHECKING:
     RunViewSetBase = viewsets.GenericViewSet[Run]
@@ -168,10 +169,19 @@ class WeftViewSetMixin:
 
 
 class Pagination(LimitOffsetPagination):
-    """``?limit=&offset=``; a list without ``limit`` gets the first ``default_limit`` rows."""
+    """``?limit=&offset=``; a list without ``limit`` gets the first ``default_limit`` rows.
+
+    ``count`` is exact up to :data:`~django_weft.models.counting.EXACT_BELOW` rows, the
+    planner's estimate past that on PostgreSQL: the run table is never counted whole.
+    """
 
     default_limit = 50
     max_limit = 500
+
+    def get_count(self, queryset: Any) -> int:
+        if isinstance(queryset, QuerySet):
+            return estimated_count(queryset)
+        return len(queryset)
 
 
 @extend_schema_view(

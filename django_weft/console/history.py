@@ -1,40 +1,32 @@
 """The overview's history: runs finished and failed over 1 hour, 24 hours, 7 days or 30
 days, in all or split by job or by queue, and each job's duration percentiles.
 
-Read from the summary rows (:class:`~django_weft.models.RunTally`) in two grouped
-queries, whatever the number of runs stored: hour rows for a long range, minute rows
-for the rest of the counted past; the minutes not counted yet (the last few, or more
-while a first count of the history goes on) are read from the run table by its
-``finished_at`` index in one more. Bars are grouped by the database, so what comes back
-is a row per bar, key and outcome.
+Read from the summary rows (:mod:`django_weft.models.tally`) of the range's own grain
+(a bar's length), whatever the number of runs stored: one grouped query for the counts,
+one for the durations, each a row per bar, key and outcome (or job and bin). The little
+the grain has not counted yet comes from the finer grains in the same queries, and the
+minutes no grain has counted (the last few, or more while a first count of the history
+goes on) from the run table by its ``finished_at`` index, in one more.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Expression, F, Q, Sum, Value
-from django.db.models.functions import (
-    ExtractHour,
-    ExtractMinute,
-    Floor,
-    TruncDay,
-    TruncHour,
-    TruncMinute,
-)
+from django.db.models import Count, F, Q, Sum, Value
 from django.utils.translation import gettext_lazy as _
 
-from django_weft.models import Run, RunStatus, RunTally, TallyMark
-from django_weft.models.tally import HOUR, MINUTE, duration_bin
+from django_weft.engine.tallying import TIMED
+from django_weft.models import DurationTally, Run, RunStatus, RunTally, TallyMark
+from django_weft.models.run import UNFINISHED
+from django_weft.models.tally import GRAINS, bar_at, bar_of, bar_start, duration_bin
 from django_weft.timing.durations import PERCENTILES, percentile_top
 
 #: Outcomes counted as failures on the charts.
 FAILURES = (RunStatus.FAILED, RunStatus.LOST)
-#: The outcomes whose durations make the percentiles: runs that ended on their own.
-TIMED = (RunStatus.DONE, RunStatus.FAILED)
 #: The most charts a split draws; the rest are added up in one more.
 SERIES_SHOWN = 8
 OTHERS = "others"
@@ -125,62 +117,54 @@ class History:
 
 def bar_end(now: datetime, minutes: int) -> datetime:
     """The end of the bar ``now`` falls in, bars aligned on the UTC clock."""
-    now = now.astimezone(UTC).replace(second=0, microsecond=0)
-    if minutes < 60:
-        return now.replace(minute=now.minute - now.minute % minutes) + timedelta(minutes=minutes)
-    hours = minutes // 60
-    return now.replace(minute=0, hour=now.hour - now.hour % hours) + timedelta(hours=hours)
+    return bar_start(now, minutes) + timedelta(minutes=minutes)
 
 
 def read_history(now: datetime, span_key: str, split: str) -> History:
     """The history of ``span_key`` (a key of :data:`SPANS`) split by ``split`` (a key of
-    :data:`SPLITS`), at ``now``; three queries."""
+    :data:`SPLITS`), at ``now``; four queries."""
     span = SPANS[span_key]
     end = bar_end(now, span.bar_minutes)
     start = end - span.length
-    mark = TallyMark.objects.filter(pk=1).values_list("minutes_through", "hours_through").first()
-    minutes_through, hours_through = mark if mark is not None else (start, start)
-    counted = min(max(minutes_through, start), end)
-    if span.bar_minutes >= HOUR:
-        hours_to = min(max(hours_through, start), counted)
-        where = Q(minutes=HOUR, start__gte=start, start__lt=hours_to) | Q(
-            minutes=MINUTE, start__gte=hours_to, start__lt=counted
-        )
-    else:
-        where = Q(minutes=MINUTE, start__gte=start, start__lt=counted)
+    where, counted = _counted(start, end, span.bar_minutes)
     key = Value("") if split == DEFAULT_SPLIT else F(split)
     bars: Counter[tuple[str, datetime, bool]] = Counter()
-    outcomes: Counter[str] = Counter({str(s): 0 for s in RunStatus if s not in _UNFINISHED})
+    outcomes: Counter[str] = Counter({str(s): 0 for s in RunStatus if s not in UNFINISHED})
     bins: dict[str, Counter[int]] = defaultdict(Counter)
+
+    def add(key: str, at: datetime, status: str, runs: int) -> None:
+        bars[(key, bar_start(at, span.bar_minutes), status in FAILURES)] += runs
+        outcomes[status] += runs
+
     tallies = (
         RunTally.objects.filter(where)
         .order_by()
-        .annotate(key=key, **_bar_of("start", span.bar_minutes))
-        .values("key", "status", *_BAR_FIELDS)
+        .annotate(key=key)
+        .values("key", "start", "status")
         .annotate(total=Sum("runs"))
     )
     for row in tallies:
-        _add(row, row["total"], span.bar_minutes, bars, outcomes)
-    timed = (
-        RunTally.objects.filter(where, status__in=TIMED)
+        add(row["key"], row["start"], row["status"], row["total"])
+    for job, index, runs in (
+        DurationTally.objects.filter(where)
         .order_by()
         .values("job", "duration_bin")
         .annotate(total=Sum("runs"))
-    )
-    for row in timed:
-        bins[row["job"]][row["duration_bin"]] += row["total"]
+        .values_list("job", "duration_bin", "total")
+    ):
+        bins[job][index] += runs
     recent = (
         Run.objects.finished()
         .filter(finished_at__gte=counted, finished_at__lt=end)
         .order_by()
-        .annotate(key=key, bin=duration_bin(), **_bar_of("finished_at", span.bar_minutes))
-        .values("key", "status", "job", "bin", *_BAR_FIELDS)
+        .annotate(key=key, duration_bin=duration_bin(), **bar_of("finished_at", 1))
+        .values("key", "status", "job", "duration_bin", "bar_at", "bar_within")
         .annotate(total=Count("id"))
     )
-    for row in recent:
-        _add(row, row["total"], span.bar_minutes, bars, outcomes)
-        if row["status"] in TIMED:
-            bins[row["job"]][row["bin"]] += row["total"]
+    for late in recent:
+        add(late["key"], bar_at(dict(late), 1), late["status"], late["total"])
+        if late["status"] in TIMED:
+            bins[late["job"]][late["duration_bin"]] += late["total"]
     series, others = _series(bars, start, span)
     return History(
         span=span,
@@ -201,36 +185,21 @@ def read_history(now: datetime, span_key: str, split: str) -> History:
     )
 
 
-_UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING)
-#: The fields a bar is grouped by: a truncated moment and, for bars that split it, the
-#: bar within it (a 10-minute bar within its hour, a 6-hour bar within its day).
-_BAR_FIELDS = ("bar_at", "bar_within")
+def _counted(start: datetime, end: datetime, grain: int) -> tuple[Q, datetime]:
+    """Which summary rows cover ``[start, end)``, and from when on the run table does.
 
-
-def _bar_of(field: str, minutes: int) -> dict[str, Expression]:
-    """Group expressions for the bar of ``minutes`` a moment ``field`` falls in."""
-    zero: Expression = Value(0)
-    if minutes == 1:
-        return {"bar_at": TruncMinute(field, tzinfo=UTC), "bar_within": zero}
-    if minutes < 60:
-        within = Floor(ExtractMinute(field, tzinfo=UTC) / minutes)
-        return {"bar_at": TruncHour(field, tzinfo=UTC), "bar_within": within}
-    if minutes == 60:
-        return {"bar_at": TruncHour(field, tzinfo=UTC), "bar_within": zero}
-    within = Floor(ExtractHour(field, tzinfo=UTC) / (minutes // 60))
-    return {"bar_at": TruncDay(field, tzinfo=UTC), "bar_within": within}
-
-
-def _add(
-    row: dict[str, Any],
-    runs: int,
-    minutes: int,
-    bars: Counter[tuple[str, datetime, bool]],
-    outcomes: Counter[str],
-) -> None:
-    at = row["bar_at"].astimezone(UTC) + timedelta(minutes=int(row["bar_within"]) * minutes)
-    bars[(row["key"], at, row["status"] in FAILURES)] += runs
-    outcomes[row["status"]] += runs
+    The range's own grain covers it up to that grain's mark, each finer grain from there
+    up to its own mark (never more than a bar of the grain above), and the run table the
+    rest: the minutes not counted yet.
+    """
+    marks = dict(TallyMark.objects.values_list("minutes", "through"))
+    where, low = Q(pk__in=[]), start
+    for minutes in reversed([g for g in GRAINS if g <= grain]):
+        high = min(max(marks.get(minutes, start), low), end)
+        if high > low:
+            where |= Q(minutes=minutes, start__gte=low, start__lt=high)
+        low = high
+    return where, low
 
 
 def _series(

@@ -3,7 +3,7 @@
 :func:`read_overview` asks the database ten questions, whatever the number of runs,
 queues, workers or schedules: the unfinished runs grouped by queue, status, job version
 and concurrency key; the paused queues and who paused them; the history of the chosen
-range (three, :mod:`django_weft.console.history`); the live workers; what they run; the
+range (four, :mod:`django_weft.console.history`); the live workers; what they run; the
 schedules due within the hour (read by :mod:`django_weft.engine.previews`, planned by
 :mod:`django_weft.timing.preview`); the latest failures. None of them counts the run
 table: each reads an index over the unfinished runs, the failures or a range of

@@ -1,7 +1,8 @@
 """The overview's history and a run list that stays flat at ten million runs.
 
-``RunTally`` holds finished runs counted by minute or hour, job, queue, outcome and
-duration bin, ``TallyMark`` how far they are counted (:mod:`django_weft.engine.tallying`).
+``RunTally`` holds finished runs counted by bar (1, 10, 60 or 360 minutes), job, queue
+and outcome, ``DurationTally`` by bar, job and duration bin, ``TallyMark`` how far each
+grain is counted (:mod:`django_weft.engine.tallying`).
 The run table gets the indexes its lists walk newest first (all runs, by job, by status)
 and a partial one over the failures the overview lists. No index is dropped.
 """
@@ -16,6 +17,31 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
+            name="DurationTally",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("start", models.DateTimeField(help_text="The first moment of the bar, UTC.")),
+                (
+                    "minutes",
+                    models.PositiveSmallIntegerField(
+                        help_text="The bar's length: 1, 10, 60 or 360."
+                    ),
+                ),
+                ("job", models.CharField(max_length=200)),
+                ("duration_bin", models.SmallIntegerField()),
+                ("runs", models.PositiveIntegerField()),
+            ],
+            options={
+                "verbose_name": "duration tally",
+                "default_permissions": (),
+            },
+        ),
+        migrations.CreateModel(
             name="RunTally",
             fields=[
                 (
@@ -24,25 +50,16 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                (
-                    "start",
-                    models.DateTimeField(help_text="The first moment of the minute or hour, UTC."),
-                ),
+                ("start", models.DateTimeField(help_text="The first moment of the bar, UTC.")),
                 (
                     "minutes",
                     models.PositiveSmallIntegerField(
-                        help_text="1 (a minute's row) or 60 (an hour's)."
+                        help_text="The bar's length: 1, 10, 60 or 360."
                     ),
                 ),
                 ("job", models.CharField(max_length=200)),
                 ("queue", models.CharField(max_length=100)),
                 ("status", models.CharField(max_length=16)),
-                (
-                    "duration_bin",
-                    models.SmallIntegerField(
-                        help_text="The bin of timing.durations.BOUNDS; -1: never started."
-                    ),
-                ),
                 ("runs", models.PositiveIntegerField()),
             ],
             options={
@@ -53,14 +70,8 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="TallyMark",
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("minutes_through", models.DateTimeField()),
-                ("hours_through", models.DateTimeField()),
+                ("minutes", models.PositiveSmallIntegerField(primary_key=True, serialize=False)),
+                ("through", models.DateTimeField()),
             ],
             options={
                 "verbose_name": "tally mark",
@@ -88,6 +99,10 @@ class Migration(migrations.Migration):
                 fields=["finished_at"],
                 name="weft_run_failures",
             ),
+        ),
+        migrations.AddIndex(
+            model_name="durationtally",
+            index=models.Index(fields=["minutes", "start"], name="weft_duration_range"),
         ),
         migrations.AddIndex(
             model_name="runtally",

@@ -9,7 +9,7 @@ from django_weft.models.overview import Overview
 from django_weft.models.queue import PausedQueue
 from django_weft.models.run import Run, RunStatus
 from django_weft.models.schedule import CatchUp, LastStatus, OnFold, OnGap, Overlap, Schedule
-from django_weft.models.tally import RunTally, TallyMark
+from django_weft.models.tally import DurationTally, RunTally, TallyMark
 from django_weft.models.worker import WorkerProcess
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "AuditRecord",
     "CatchUp",
     "Document",
+    "DurationTally",
     "EntryPoint",
     "LastStatus",
     "Module",

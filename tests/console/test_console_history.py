@@ -18,7 +18,7 @@ from django_weft.engine.housekeeping import Tallier
 from django_weft.engine.tallying import SETTLE, tally
 from django_weft.jobs.registry import registry
 from django_weft.live.changes import Changes
-from django_weft.models import Run, RunStatus, RunTally, TallyMark
+from django_weft.models import DurationTally, Run, RunStatus, RunTally, TallyMark
 from django_weft.models.tally import duration_bin
 from django_weft.operations import start
 from django_weft.timing.durations import BOUNDS, NO_DURATION, bin_of, percentile_top
@@ -116,10 +116,14 @@ def test_the_history_reads_the_same_once_counted_and_outlives_the_runs() -> None
     ]
     before = {shape: figures(NOW, *shape) for shape in shapes}
     count_everything(NOW)
-    mark = TallyMark.objects.get()
-    assert mark.minutes_through == datetime(2026, 3, 7, 12, 29, tzinfo=UTC)  # NOW - SETTLE
-    assert mark.hours_through == datetime(2026, 3, 7, 12, 0, tzinfo=UTC)
-    assert RunTally.objects.filter(minutes=60).exists()
+    marks = dict(TallyMark.objects.values_list("minutes", "through"))
+    assert marks == {
+        1: datetime(2026, 3, 7, 12, 29, tzinfo=UTC),  # NOW - SETTLE
+        10: datetime(2026, 3, 7, 12, 20, tzinfo=UTC),
+        60: datetime(2026, 3, 7, 12, 0, tzinfo=UTC),
+        360: datetime(2026, 3, 7, 12, 0, tzinfo=UTC),
+    }
+    assert set(RunTally.objects.values_list("minutes", flat=True)) == {1, 10, 60, 360}
     assert {shape: figures(NOW, *shape) for shape in shapes} == before
     # Only the runs of the last, uncounted minutes are still read from the run table.
     Run.objects.filter(finished_at__lt=NOW - SETTLE - timedelta(minutes=1)).delete()
@@ -128,14 +132,19 @@ def test_the_history_reads_the_same_once_counted_and_outlives_the_runs() -> None
     assert before[("30d", "all")]["outcomes"] == {"done": 6, "failed": 6, "aborted": 6}
 
 
-def test_counting_twice_counts_once_and_keeps_two_days_of_minutes() -> None:
+def test_counting_twice_counts_once_and_keeps_each_grain_past_its_range() -> None:
     ended(NOW - timedelta(days=3))
     ended(NOW - timedelta(hours=1))
     count_everything(NOW)
     assert tally(NOW) is False
-    assert sum(RunTally.objects.filter(minutes=60).values_list("runs", flat=True)) == 2
-    # Minute rows older than two days are gone: the hour rows hold them.
-    assert sum(RunTally.objects.filter(minutes=1).values_list("runs", flat=True)) == 1
+
+    def runs(grain: int) -> int:
+        return sum(RunTally.objects.filter(minutes=grain).values_list("runs", flat=True))
+
+    assert (runs(360), runs(60)) == (2, 2)
+    # Rows of a grain older than the ranges that read it are gone: coarser ones hold them.
+    assert (runs(10), runs(1)) == (1, 1)
+    assert DurationTally.objects.filter(minutes=360).count() == 2
     assert figures(NOW, "7d")["outcomes"] == {"done": 2}
 
 
@@ -145,7 +154,7 @@ def test_the_workers_step_counts_a_chunk_a_round_then_rests() -> None:
     rounds = 0
     while tallier.step(NOW, Changes()):
         rounds += 1
-    assert rounds == 4  # from 09:00 to 12:29, an hour a round
+    assert rounds == 7  # from 06:00 (the 6-hour bar) to 12:29, an hour a round
     ended(NOW + timedelta(seconds=10))
     assert tallier.step(NOW + timedelta(seconds=30), Changes()) is False  # resting
     assert tallier.step(NOW + timedelta(minutes=2), Changes()) is True
