@@ -35,9 +35,9 @@ PG_DATABASE = os.environ.get("WEFT_BENCH_PG_NAME", "weft_bench")
 PG_ADMIN_DATABASE = "test"
 
 
-def configure() -> None:
+def configure(settings_module: str = "bench.settings") -> None:
     """Configure Django with the bench settings and register the bench jobs."""
-    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = settings_module
     import django
 
     django.setup()
@@ -45,7 +45,9 @@ def configure() -> None:
 
 
 def setup(
-    description: str, add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    description: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    settings_module: str = "bench.settings",
 ) -> argparse.Namespace:
     """Parse the command line, create and migrate a fresh database, print the machine."""
     parser = argparse.ArgumentParser(description=description)
@@ -66,7 +68,7 @@ def setup(
         _create_postgres()
     else:
         _create_sqlite()
-    configure()
+    configure(settings_module)
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
@@ -121,8 +123,17 @@ def pg_admin_connection():  # type: ignore[no-untyped-def]
 
 
 def _create_postgres() -> None:
+    """A fresh database, dropped at exit; with ``WEFT_BENCH_KEEP=1`` the one left by the
+    last run (made if missing) is reused and kept, so a long fill is paid once."""
     os.environ["WEFT_BENCH_NAME"] = PG_DATABASE
     with pg_admin_connection() as admin:
+        if os.environ.get("WEFT_BENCH_KEEP") == "1":
+            found = admin.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", [PG_DATABASE]
+            ).fetchone()
+            if found is None:
+                admin.execute(f"CREATE DATABASE {PG_DATABASE}")
+            return
         admin.execute(f"DROP DATABASE IF EXISTS {PG_DATABASE} WITH (FORCE)")
         admin.execute(f"CREATE DATABASE {PG_DATABASE}")
 

@@ -54,6 +54,6 @@ def parse_selection(data: object, runs: QuerySet[Run]) -> dict[str, Any]:
         }
         raise serializers.ValidationError({"filter": [problem]})
     try:
-        return {"matching": filter_runs(runs, chosen, strict=True)}
+        return {"matching": filter_runs(runs, chosen)}
     except serializers.ValidationError as error:
         raise serializers.ValidationError({"filter": error.detail}) from error

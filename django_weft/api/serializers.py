@@ -8,7 +8,7 @@ the error.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -44,6 +44,12 @@ class RunGuestSerializer(serializers.Serializer[Run]):
     phase = serializers.CharField(read_only=True, help_text="The status, or blocked.")
     status = serializers.ChoiceField(choices=RunStatus.choices, read_only=True)
     priority = serializers.IntegerField(read_only=True)
+    queue = serializers.CharField(read_only=True)
+    worker = serializers.UUIDField(
+        read_only=True,
+        allow_null=True,
+        help_text="The id of the worker process that claimed it last; null before a claim.",
+    )
     args = serializers.DictField(read_only=True, help_text="Without the job's private args.")
     owner = serializers.CharField(read_only=True, allow_null=True, help_text="A username.")
     schedule = serializers.CharField(read_only=True, allow_null=True, help_text="Its name.")
@@ -244,11 +250,38 @@ class NoBodySerializer(serializers.Serializer[Any]):
 
 
 class RunFilterSerializer(serializers.Serializer[Any]):
-    """The query parameters of the run list; each one given narrows it."""
+    """The query parameters of the run list; each one given narrows it.
+
+    A parameter that is neither a filter nor one of ``also_allowed`` (the pagination's,
+    the format's) is refused with a 400 naming it: a misspelt filter silently ignored
+    would answer with every run.
+    """
 
     job = serializers.CharField(required=False, help_text="A job name.")
     status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
     owner = serializers.CharField(required=False, help_text="The owner's username.")
+    queue = serializers.CharField(required=False, help_text="A queue name.")
+    worker = serializers.UUIDField(required=False, help_text="A worker process's id.")
+
+    def __init__(self, *args: Any, also_allowed: Iterable[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.also_allowed = frozenset(also_allowed)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        given = getattr(self, "initial_data", {})
+        unknown = sorted(set(given) - set(self.fields) - self.also_allowed)
+        if unknown:
+            accepted = ", ".join(sorted({*self.fields, *self.also_allowed}))
+            raise serializers.ValidationError(
+                {
+                    name: [
+                        _("Unknown parameter %(name)s; the run list accepts %(accepted)s.")
+                        % {"name": name, "accepted": accepted}
+                    ]
+                    for name in unknown
+                }
+            )
+        return attrs
 
 
 class RefusalSerializer(serializers.Serializer[Any]):

@@ -54,6 +54,7 @@ from django_weft.api.serializers import (
     ScheduleViewSerializer,
 )
 from django_weft.models import Run, Schedule
+from django_weft.models.counting import estimated_count
 
 if TYPE_CHECKING:
     RunViewSetBase = viewsets.GenericViewSet[Run]
@@ -177,10 +178,19 @@ class WeftViewSetMixin:
 
 
 class Pagination(LimitOffsetPagination):
-    """``?limit=&offset=``; a list without ``limit`` gets the first ``default_limit`` rows."""
+    """``?limit=&offset=``; a list without ``limit`` gets the first ``default_limit`` rows.
+
+    ``count`` is exact up to :data:`~django_weft.models.counting.EXACT_BELOW` rows, the
+    planner's estimate past that on PostgreSQL: the run table is never counted whole.
+    """
 
     default_limit = 50
     max_limit = 500
+
+    def get_count(self, queryset: Any) -> int:
+        if isinstance(queryset, QuerySet):
+            return estimated_count(queryset)
+        return len(queryset)
 
 
 @extend_schema_view(
@@ -226,7 +236,15 @@ class RunViewSet(
         queryset = super().get_queryset()
         if self.action != "list":
             return queryset
-        return filter_runs(queryset, self.request.query_params)
+        return filter_runs(
+            queryset,
+            self.request.query_params,
+            also_allowed=[
+                Pagination.limit_query_param,
+                Pagination.offset_query_param,
+                api_settings.URL_FORMAT_OVERRIDE,
+            ],
+        )
 
     @extend_schema(
         summary="Start a run",

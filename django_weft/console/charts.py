@@ -14,7 +14,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from django_weft.console.formatting import moment
-from django_weft.console.overview import Bucket
+from django_weft.console.history import Bucket
 
 WIDTH, HEIGHT = 600, 100
 

@@ -1,13 +1,14 @@
 """Every figure of the overview page, read in one place with a fixed number of queries.
 
-:func:`read_overview` asks the database seven questions, whatever the number of runs,
-queues, workers or schedules: the unfinished runs grouped by queue, status and job
-version; the runs finished over the last day grouped by minute and status; the paused
-queues and who paused them; the live workers; what they run; the schedules due within
-the hour (read by :mod:`django_weft.engine.previews`, planned by
-:mod:`django_weft.timing.preview`); the latest failures. ``now`` is handed in (the
-project's clock, as for the schedules' next fires), so the figures can be tested at any
-moment.
+:func:`read_overview` asks the database ten questions, whatever the number of runs,
+queues, workers or schedules: the unfinished runs grouped by queue, status, job version
+and concurrency key; the paused queues and who paused them; the history of the chosen
+range (four, :mod:`django_weft.console.history`); the live workers; what they run; the
+schedules due within the hour (read by :mod:`django_weft.engine.previews`, planned by
+:mod:`django_weft.timing.preview`); the latest failures. None of them counts the run
+table: each reads an index over the unfinished runs, the failures or a range of
+``finished_at``. ``now`` is handed in (the project's clock, as for the schedules' next
+fires), so the figures can be tested at any moment.
 """
 
 from __future__ import annotations
@@ -18,41 +19,33 @@ from datetime import UTC, datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Min
-from django.db.models.functions import TruncMinute
 
 from django_weft.conf import weft_settings
+from django_weft.console.history import DEFAULT_SPAN, DEFAULT_SPLIT, FAILURES, History, read_history
 from django_weft.engine.previews import enabled_schedules
 from django_weft.jobs.registry import registry
 from django_weft.models import PausedQueue, Run, RunStatus, WorkerProcess
 from django_weft.timing.preview import PreviewLine, preview
 
-#: Outcomes counted as failures on the charts and in the list of recent failures.
-FAILURES = (RunStatus.FAILED, RunStatus.LOST)
 #: How many recent failures, live workers and coming fires the page lists.
 RECENT_FAILURES = 10
 WORKERS_SHOWN = 50
 FIRES_SHOWN = 20
-#: The charts: the last hour by the minute, the last day by ten minutes.
-HOUR, DAY = timedelta(hours=1), timedelta(days=1)
-DAY_BUCKET_MINUTES = 10
+#: How far ahead the coming fires are listed.
+HOUR = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
-class Bucket:
-    """One bar of a chart: the runs that finished in ``[start, start + minutes)``."""
+class Limit:
+    """A job's concurrency limit and its use now: per key, the unfinished runs that hold
+    it (queued or running: a start is refused while ``limit`` of them exist) and how many
+    of those run."""
 
-    start: datetime
-    minutes: int
-    finished: int
-    failed: int
-
-    @property
-    def finished_per_minute(self) -> float:
-        return self.finished / self.minutes
-
-    @property
-    def failed_per_minute(self) -> float:
-        return self.failed / self.minutes
+    job: str
+    limit: int
+    keyed: bool
+    #: ``(key, holding, running)`` per key in use, the fullest first ("" unkeyed).
+    uses: tuple[tuple[str, int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -95,12 +88,11 @@ class Failure:
 class Overview:
     now: datetime
     #: Runs by status now: queued, blocked (queued, its job version not deployed here),
-    #: running; and by outcome over the last day.
+    #: running.
     unfinished: dict[str, int]
-    finished_last_day: dict[str, int]
-    last_hour: list[Bucket]
-    last_day: list[Bucket]
+    history: History
     queues: list[Queue]
+    limits: list[Limit]
     workers: list[Worker]
     fires: list[PreviewLine]
     failures: list[Failure]
@@ -109,20 +101,19 @@ class Overview:
     more_fires: bool = False
 
 
-def read_overview(now: datetime) -> Overview:
-    """The overview at ``now`` (aware), in seven queries."""
+def read_overview(now: datetime, span: str = DEFAULT_SPAN, split: str = DEFAULT_SPLIT) -> Overview:
+    """The overview at ``now`` (aware), its history over ``span`` split by ``split``
+    (keys of :data:`~django_weft.console.history.SPANS` and ``SPLITS``), in ten queries."""
     now = now.astimezone(UTC)
-    unfinished, queues = _unfinished(now)
-    last_hour, last_day, finished = _charts(now)
+    unfinished, queues, limits = _unfinished(now)
     workers = _workers(now)
     fires = _fires(now)
     return Overview(
         now=now,
         unfinished=unfinished,
-        finished_last_day=finished,
-        last_hour=last_hour,
-        last_day=last_day,
+        history=read_history(now, span, split),
         queues=queues,
+        limits=limits,
         workers=workers[:WORKERS_SHOWN],
         more_workers=len(workers) > WORKERS_SHOWN,
         fires=fires[:FIRES_SHOWN],
@@ -131,21 +122,26 @@ def read_overview(now: datetime) -> Overview:
     )
 
 
-def _unfinished(now: datetime) -> tuple[dict[str, int], list[Queue]]:
-    """Counts by status now, and each queue's depth and oldest waiting run (two queries)."""
+def _unfinished(now: datetime) -> tuple[dict[str, int], list[Queue], list[Limit]]:
+    """Counts by status now, each queue's depth and oldest waiting run, and the use of
+    each concurrency limit (two queries)."""
     counts: Counter[str] = Counter({"queued": 0, "blocked": 0, "running": 0})
     depth: Counter[str] = Counter()
     running: Counter[str] = Counter()
     oldest: dict[str, datetime] = {}
+    holding: Counter[tuple[str, str]] = Counter()
+    holding_running: Counter[tuple[str, str]] = Counter()
     rows = (
         Run.objects.unfinished()
         .order_by()
-        .values("queue", "status", "job", "job_version")
+        .values("queue", "status", "job", "job_version", "concurrency_key")
         .annotate(runs=Count("id"), oldest=Min("created_at"))
     )
     for row in rows:
         queue, number = row["queue"], row["runs"]
+        holding[(row["job"], row["concurrency_key"])] += number
         if row["status"] == RunStatus.RUNNING:
+            holding_running[(row["job"], row["concurrency_key"])] += number
             counts["running"] += number
             running[queue] += number
             continue
@@ -172,56 +168,32 @@ def _unfinished(now: datetime) -> tuple[dict[str, int], list[Queue]]:
         )
         for name in sorted(names)
     ]
-    return dict(counts), queues
+    return dict(counts), queues, _limits(holding, holding_running)
 
 
-def _charts(now: datetime) -> tuple[list[Bucket], list[Bucket], dict[str, int]]:
-    """The runs finished per minute over the last hour and day, and the day's outcomes."""
-    end = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
-    rows = (
-        Run.objects.finished()
-        .filter(finished_at__gte=end - DAY, finished_at__lt=end)
-        .order_by()
-        .annotate(minute=TruncMinute("finished_at", tzinfo=UTC))
-        .values("minute", "status")
-        .annotate(runs=Count("id"))
-    )
-    finished: dict[datetime, int] = defaultdict(int)
-    failed: dict[datetime, int] = defaultdict(int)
-    outcomes: Counter[str] = Counter({str(status): 0 for status in RunStatus})
-    for row in rows:
-        minute = row["minute"].astimezone(UTC)
-        outcomes[row["status"]] += row["runs"]
-        (failed if row["status"] in FAILURES else finished)[minute] += row["runs"]
-    for status in (RunStatus.QUEUED, RunStatus.RUNNING):
-        del outcomes[str(status)]
-    return (
-        _buckets(end - HOUR, 60, 1, finished, failed),
-        _buckets(end - DAY, 24 * 60 // DAY_BUCKET_MINUTES, DAY_BUCKET_MINUTES, finished, failed),
-        dict(outcomes),
-    )
-
-
-def _buckets(
-    start: datetime,
-    count: int,
-    minutes: int,
-    finished: dict[datetime, int],
-    failed: dict[datetime, int],
-) -> list[Bucket]:
-    buckets = []
-    for index in range(count):
-        begins = start + timedelta(minutes=index * minutes)
-        covered = [begins + timedelta(minutes=offset) for offset in range(minutes)]
-        buckets.append(
-            Bucket(
-                start=begins,
-                minutes=minutes,
-                finished=sum(finished.get(minute, 0) for minute in covered),
-                failed=sum(failed.get(minute, 0) for minute in covered),
+def _limits(holding: Counter[tuple[str, str]], running: Counter[tuple[str, str]]) -> list[Limit]:
+    """Every deployed job with a concurrency limit, and the keys its runs hold now."""
+    limits = []
+    for job in sorted(registry, key=lambda job: job.name):
+        if job.concurrency is None:
+            continue
+        uses = sorted(
+            (
+                (key, held, running[(name, key)])
+                for (name, key), held in holding.items()
+                if name == job.name
+            ),
+            key=lambda use: (-use[1], use[0]),
+        )
+        limits.append(
+            Limit(
+                job=job.name,
+                limit=job.concurrency,
+                keyed=job.concurrency_key is not None,
+                uses=tuple(uses),
             )
         )
-    return buckets
+    return limits
 
 
 def _workers(now: datetime) -> list[Worker]:

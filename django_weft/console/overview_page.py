@@ -4,11 +4,17 @@ latest failures, listed on the admin index and live over the runs socket.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseNotAllowed,
+)
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
@@ -16,7 +22,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from django_weft import access, operations
-from django_weft.console import pages
+from django_weft.console import history, pages
 from django_weft.console.refusals import act
 from django_weft.models import Overview
 from django_weft.timing import clocks
@@ -63,9 +69,14 @@ class OverviewAdmin(OverviewAdminBase):
     def _context(self, request: HttpRequest) -> dict[str, Any]:
         if not self.has_view_permission(request):
             raise PermissionDenied
+        span = _chosen(request, "range", history.SPANS, history.DEFAULT_SPAN)
+        split = _chosen(request, "split", history.SPLITS, history.DEFAULT_SPLIT)
+        overview = pages.overview_context(
+            request.user, clocks.now(), timezone.get_current_timezone(), span, split
+        )
         return {
             **self.admin_site.each_context(request),
-            **pages.overview_context(request.user, clocks.now(), timezone.get_current_timezone()),
+            **overview,
             "opts": self.opts,
             "title": "Overview",
             "subtitle": None,
@@ -75,14 +86,19 @@ class OverviewAdmin(OverviewAdminBase):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        context = self._context(request) | (extra_context or {})
+        try:
+            context = self._context(request) | (extra_context or {})
+        except BadChoice as error:
+            return HttpResponseBadRequest(str(error))
         return TemplateResponse(request, "admin/django_weft/overview/page.html", context)
 
     def live_view(self, request: HttpRequest) -> HttpResponse:
         """The overview's figures alone, as the page redraws them."""
-        return TemplateResponse(
-            request, "admin/django_weft/overview/figures.html", self._context(request)
-        )
+        try:
+            context = self._context(request)
+        except BadChoice as error:
+            return HttpResponseBadRequest(str(error))
+        return TemplateResponse(request, "admin/django_weft/overview/figures.html", context)
 
     def pause_view(self, request: HttpRequest) -> HttpResponse:
         return self._queue_action(request, pause=True)
@@ -118,3 +134,18 @@ class OverviewAdmin(OverviewAdminBase):
             said = (done if changed else same) % {"queue": queue}
             self.message_user(request, said, messages.SUCCESS)
         return redirect("admin:django_weft_overview_changelist")
+
+
+class BadChoice(ValueError):
+    """The address asks for a range or split the overview does not offer."""
+
+
+def _chosen(request: HttpRequest, name: str, choices: Mapping[str, Any], default: str) -> str:
+    """The choice the address makes for ``name``; a 400 naming it for any other value."""
+    value = request.GET.get(name, default)
+    if value not in choices:
+        raise BadChoice(
+            _("%(name)s must be one of %(choices)s, not %(value)r.")
+            % {"name": name, "choices": ", ".join(choices), "value": value}
+        )
+    return value

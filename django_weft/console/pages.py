@@ -9,10 +9,10 @@ Actions go through :mod:`django_weft.operations`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
+from urllib.parse import urlencode
 
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
@@ -22,36 +22,88 @@ from django_weft.access import User
 from django_weft.console.ansi import to_html
 from django_weft.console.charts import bar_chart
 from django_weft.console.formatting import duration, moment, pretty_json, run_length, short_id
-from django_weft.console.overview import Bucket, read_overview
+from django_weft.console.history import (
+    DEFAULT_SPAN,
+    DEFAULT_SPLIT,
+    OTHERS,
+    SPANS,
+    SPLITS,
+)
+from django_weft.console.overview import read_overview
 from django_weft.live import projections
 from django_weft.models import Attempt, Run
+from django_weft.timing.durations import PERCENTILES
 
 
-def overview_context(user: User, now: datetime, zone: tzinfo) -> dict[str, Any]:
-    """The overview at ``now``, its moments on the wall clock of ``zone``."""
-    overview = read_overview(now)
+def overview_context(
+    user: User, now: datetime, zone: tzinfo, span: str = DEFAULT_SPAN, split: str = DEFAULT_SPLIT
+) -> dict[str, Any]:
+    """The overview at ``now``, its moments on the wall clock of ``zone``, its history
+    over ``span`` split by ``split`` (checked by the caller: keys of ``SPANS``/``SPLITS``)."""
+    overview = read_overview(now, span, split)
+    history = overview.history
+    chosen = history.span
+    per = (
+        _("a minute")
+        if chosen.bar_minutes == 1
+        else _("a minute, averaged over %(minutes)s-minute bars") % {"minutes": chosen.bar_minutes}
+    )
+    charts = [
+        {
+            "key": series.key,
+            "name": _series_name(series.key, history.others),
+            "finished": series.finished,
+            "failed": series.failed,
+            "chart": bar_chart(
+                _("Runs finished and failed %(per)s, %(span)s%(of)s")
+                % {
+                    "per": per,
+                    "span": chosen.label,
+                    "of": f" ({_series_name(series.key, history.others)})" if series.key else "",
+                },
+                series.buckets,
+                zone,
+            ),
+        }
+        for series in history.series
+    ]
     return {
         "overview": overview,
-        "hour_chart": bar_chart(
-            _("Runs finished and failed a minute, last hour"), overview.last_hour, zone
-        ),
-        "day_chart": bar_chart(
-            _("Runs finished and failed a minute (10-minute averages), last day"),
-            overview.last_day,
-            zone,
-        ),
-        "hour_totals": _totals(overview.last_hour),
-        "day_totals": _totals(overview.last_day),
+        "history": history,
+        "charts": charts,
+        "per": per,
+        "spans": [(key, span_.label, key == span) for key, span_ in SPANS.items()],
+        "splits": [(key, label, key == split) for key, label in SPLITS.items()],
+        "history_query": urlencode({"range": span, "split": split}),
+        "durations": [
+            {
+                "job": row.job,
+                "runs": row.runs,
+                "percentiles": [bin_top(row.percentiles[p]) for p in PERCENTILES],
+            }
+            for row in history.durations
+        ],
+        "percentiles": [f"p{p}" for p in PERCENTILES],
         "now_text": moment(overview.now, zone),
         "can_pause": user.has_perm(access.PAUSE_QUEUE),
     }
 
 
-def _totals(buckets: Sequence[Bucket]) -> dict[str, int]:
-    return {
-        "finished": sum(bucket.finished for bucket in buckets),
-        "failed": sum(bucket.failed for bucket in buckets),
-    }
+def _series_name(key: str, others: int) -> str:
+    if key == OTHERS and others:
+        return str(_("%(count)s others") % {"count": others})
+    return key
+
+
+def bin_top(seconds: float | None) -> str:
+    """A percentile as the top of its duration bin: ``≤ 200 ms``, ``≤ 5.00 s``, ``> 1 d``."""
+    if seconds is None:
+        return "-"
+    if seconds == float("inf"):
+        return str(_("over a day"))
+    if seconds < 1:
+        return f"≤ {seconds * 1000:.0f} ms"
+    return f"≤ {duration(timedelta(seconds=seconds))}"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,9 @@
   a million runs is worked through beside the runs, never instead of them; once a batch
   comes back short the backlog is gone, the rows of long-stopped workers go too, and the
   step rests for ``WEFT_PRUNE_INTERVAL`` on the worker's clock.
+- The overview's history (:class:`Tallier`): the finished runs of settled minutes are
+  counted into summary rows (:mod:`~django_weft.engine.tallying`), a chunk a round while
+  behind, then once a minute on the worker's clock.
 - The health file (:class:`HealthFile`, ``runjobs --health-file``), touched at least
   every second while the loop turns, database or not, in real seconds: what a liveness
   probe watches (see docs/deployment.md). Each turn also beats :data:`loop_pulse`, which
@@ -16,11 +19,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django_weft.conf import weft_settings
 from django_weft.engine.pruning import prune_audit, prune_batch, prune_workers
+from django_weft.engine.tallying import tally
 from django_weft.live.changes import Changes
 
 logger = logging.getLogger("django_weft.worker")
@@ -50,6 +54,25 @@ class Pruner:
         if deleted:
             logger.info("pruned %d run(s) that finished before %s", deleted, before.isoformat())
         return deleted > 0
+
+
+class Tallier:
+    """When this worker counts finished runs into the history next, and the step that does."""
+
+    #: How long the step rests once the history has caught up.
+    REST = timedelta(minutes=1)
+
+    def __init__(self) -> None:
+        self._next: datetime | None = None
+
+    def step(self, now: datetime, changes: Changes) -> bool:
+        """Count a chunk of settled minutes if it is time; True if any were counted."""
+        if self._next is not None and now < self._next:
+            return False
+        counted = tally(now)
+        if not counted:
+            self._next = now + self.REST
+        return counted
 
 
 class LoopPulse:

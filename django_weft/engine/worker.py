@@ -24,7 +24,7 @@ modules of their own beside it:
 - :mod:`~django_weft.engine.lookout`: where the next round looks, and NOTIFYs;
 - :mod:`~django_weft.engine.intake`: the claim step, and each run's start on a thread;
 - :mod:`~django_weft.engine.process_pool`: the child processes of ``executor="process"`` jobs;
-- :mod:`~django_weft.engine.housekeeping`: pruning and the health file;
+- :mod:`~django_weft.engine.housekeeping`: pruning, the overview's history, the health file;
 - :mod:`~django_weft.engine.shutdown`: the grace, the aborts, the last reports.
 """
 
@@ -38,7 +38,7 @@ from typing import Any
 
 from django_weft.conf import weft_settings
 from django_weft.engine.executors import Executor, load_executor
-from django_weft.engine.housekeeping import HealthFile, Pruner, loop_pulse
+from django_weft.engine.housekeeping import HealthFile, Pruner, Tallier, loop_pulse
 from django_weft.engine.inflight import InFlight
 from django_weft.engine.intake import Intake
 from django_weft.engine.lookout import Lookout
@@ -111,6 +111,7 @@ class Worker:
         )
         self.timeouts = Timeouts(self.in_flight, self.reports.deliver)
         self.pruner = Pruner()
+        self.tallier = Tallier()
         self.health_file = HealthFile(self.options.health_file)
         self.statement_limits = StatementLimits()
         self._listener: Listener | None = None
@@ -262,6 +263,7 @@ class Worker:
                 steps.append(("claim", partial(self.intake.step, look_for_retries=everywhere)))
             steps.append(("reap", self.membership.reap))
             steps.append(("prune", self.pruner.step))
+            steps.append(("tally", self.tallier.step))
         # Runs that ended meanwhile (all of them, with the inline executor) are recorded
         # in the same round.
         steps.append(("finish", self._record_reports))

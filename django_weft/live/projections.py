@@ -41,6 +41,8 @@ GUEST_RUN_KEYS = (
     "phase",
     "status",
     "priority",
+    "queue",
+    "worker",
     "args",
     "owner",
     "schedule",
@@ -88,6 +90,10 @@ def guest_run(run: Run) -> dict[str, Any]:
         "phase": phase(run),
         "status": str(run.status),
         "priority": run.priority,
+        "queue": run.queue,
+        # The worker process's id (the console's worker list shows the same id): read
+        # from the row itself, so no view needs a join to the workers.
+        "worker": str(run.worker_id) if run.worker_id is not None else None,
         # The private args of another version are not known here: show none.
         "args": deployed.public_args(run.args) if deployed is not None else {},
         "owner": run.owner.get_username() if run.owner is not None else None,

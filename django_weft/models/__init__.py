@@ -9,6 +9,7 @@ from django_weft.models.overview import Overview
 from django_weft.models.queue import PausedQueue
 from django_weft.models.run import Run, RunStatus
 from django_weft.models.schedule import CatchUp, LastStatus, OnFold, OnGap, Overlap, Schedule
+from django_weft.models.tally import DurationTally, RunTally, TallyMark
 from django_weft.models.worker import WorkerProcess
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "AuditRecord",
     "CatchUp",
     "Document",
+    "DurationTally",
     "EntryPoint",
     "LastStatus",
     "Module",
@@ -28,6 +30,8 @@ __all__ = [
     "PausedQueue",
     "Run",
     "RunStatus",
+    "RunTally",
     "Schedule",
+    "TallyMark",
     "WorkerProcess",
 ]

@@ -214,6 +214,17 @@ class Run(models.Model):
             ),
             # Pruning and the overview read finished runs by when they finished.
             models.Index(fields=["finished_at"], name="weft_run_finished_at"),
+            # The console's and the API's run lists, newest first, walk these at any size:
+            # all runs, by job, by status (the order is the lists' own, created then id).
+            models.Index(fields=["created_at", "id"], name="weft_run_newest"),
+            models.Index(fields=["job", "created_at", "id"], name="weft_run_job_newest"),
+            models.Index(fields=["status", "created_at", "id"], name="weft_run_status_newest"),
+            # The overview's latest failures, however rare among the finished runs.
+            models.Index(
+                fields=["finished_at"],
+                name="weft_run_failures",
+                condition=models.Q(status__in=[RunStatus.FAILED, RunStatus.LOST]),
+            ),
             # A worker sleeps until the next retry is due.
             models.Index(
                 fields=["retry_at"],

@@ -189,10 +189,10 @@ def run_call(
         finally:
             after_module()
     except Failure as failure:
-        message = failure.message
-        if failure.traceback is not None:
-            message += _where(failure.traceback, call["module"])
-        return _failure(room, failure.kind, message)
+        message, frames = failure.message, _where(failure.traceback, call["module"])
+        if frames:
+            message += f" (line {frames[-1][0]})"
+        return {**_failure(room, failure.kind, message), "frames": frames}
     size = len(encoded.encode())
     if size > limits["answer_bytes"]:
         return _failure(
@@ -242,14 +242,16 @@ def _call_module(
     raise Failure(first.kind, str(first))
 
 
-def _where(traceback: TracebackType | None, name: str) -> str:
-    """`` (line N)``: the last line of the module's own code the error passed through."""
-    line = None
+def _where(traceback: TracebackType | None, name: str) -> list[list[Any]]:
+    """The ``[line, function]`` of each frame of the module's own code the error passed
+    through, outermost first (the host renders them: :mod:`~.module_frames`)."""
+    frames: list[list[Any]] = []
     while traceback is not None:
-        if traceback.tb_frame.f_code.co_filename == module_filename(name):
-            line = traceback.tb_lineno
+        code = traceback.tb_frame.f_code
+        if code.co_filename == module_filename(name):
+            frames.append([traceback.tb_lineno, code.co_name])
         traceback = traceback.tb_next
-    return f" (line {line})" if line is not None else ""
+    return frames
 
 
 def _failure(room: Room, kind: str, message: str) -> dict[str, Any]:

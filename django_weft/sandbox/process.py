@@ -33,6 +33,7 @@ from django_weft.sandbox.errors import (
     SandboxError,
 )
 from django_weft.sandbox.host import HostFunction
+from django_weft.sandbox.module_frames import frames_from_child, module_traceback
 from django_weft.sandbox.protocol import (
     EXIT_OUT_OF_MEMORY,
     MAX_DEPTH,
@@ -180,7 +181,7 @@ class Child:
                 elif message["type"] == "answer":
                     return _answer(message)
                 elif message["type"] == "failure":
-                    raise self._failure(message)
+                    raise self._failure(message, call)
                 else:
                     raise self._violation(f'an unexpected "{message["type"]}" message')
         except SandboxError:
@@ -237,12 +238,20 @@ class Child:
                 reply = {"type": "host_reply", "id": number, "ok": True, "value": value}
         self._send(reply)
 
-    def _failure(self, message: dict[str, Any]) -> SandboxError:
+    def _failure(self, message: dict[str, Any], call: ModuleCall | None = None) -> SandboxError:
+        """The error a failure frame ends the call with; with ``call``, the module's own
+        frames the child named are a note on it (:mod:`~.module_frames`)."""
         kind = message.get("kind")
         error_class = FAILURES.get(kind) if isinstance(kind, str) else None
         if error_class is None:
             return self._violation(f"a failure of unknown kind {kind!r}")
-        return error_class(_text(message.get("message")), output=_text(message.get("output")))
+        error = error_class(_text(message.get("message")), output=_text(message.get("output")))
+        if call is not None:
+            frames = frames_from_child(message.get("frames"), len(call.source.splitlines()))
+            note = module_traceback(call.module, call.source, frames)
+            if note:
+                error.add_note(storable_text(note))
+        return error
 
     def _violation(self, what: str) -> ProtocolViolation:
         self.kill()

@@ -108,7 +108,7 @@ def test_bulk_abort_and_delete_by_owner_and_other(owner: Any, other: Any, staff:
         ("retry", {"ids": []}, "ids", "at least one"),
         ("retry", {"ids": "all"}, "ids", "Expected a list"),
         ("retry", {"ids": [str(uuid.uuid4())] * 1001}, "ids", "At most 1000"),
-        ("retry", {"filter": {"state": "failed"}}, "filter", "Unknown filter"),
+        ("retry", {"filter": {"state": "failed"}}, "filter", "Unknown parameter state"),
         ("retry", {"filter": {"status": "exploded"}}, "filter", "not a valid choice"),
         ("retry", {"filter": []}, "filter", "Expected an object"),
         ("retry", {"everything": True}, "everything", "Unknown field"),

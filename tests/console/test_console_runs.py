@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from django_weft.console.overview import read_overview
+from django_weft.engine.tallying import tally
 from django_weft.models import (
     Attempt,
     Document,
@@ -112,7 +113,7 @@ def test_console_overview_is_refused_without_view_run(operator: Any, outsider: A
 
 
 def test_console_overview_shows_every_figure(viewer: Any) -> None:
-    """Runs by status, the last hour's and day's outcomes, queues, workers, coming fires
+    """Runs by status, the last hour's outcomes and chart, queues, workers, coming fires
     and recent failures are all on the page."""
     start(sleep, {"seconds": 1})
     running = start(noop)
@@ -138,10 +139,12 @@ def test_console_overview_shows_every_figure(viewer: Any) -> None:
     page = response.content.decode()
     overview = response.context["overview"]
     assert overview.unfinished == {"queued": 1, "blocked": 0, "running": 1}
-    assert overview.finished_last_day["done"] == 2
-    assert overview.finished_last_day["failed"] == 1
-    assert response.context["hour_totals"] == {"finished": 1, "failed": 1}
-    assert response.context["day_totals"] == {"finished": 2, "failed": 1}
+    assert overview.history.outcomes["done"] == 1
+    assert overview.history.outcomes["failed"] == 1
+    (chart,) = response.context["charts"]
+    assert (chart["finished"], chart["failed"]) == (1, 1)
+    day = client_of(viewer).get(OVERVIEW, {"range": "24h"}).context["overview"].history
+    assert (day.outcomes["done"], day.outcomes["failed"]) == (2, 1)
     # Every queue a registered job names is listed (the test jobs' "cpu" among them).
     queues = {queue.name: queue for queue in overview.queues}
     assert [queue.name for queue in overview.queues] == sorted(queues)
@@ -156,13 +159,14 @@ def test_console_overview_shows_every_figure(viewer: Any) -> None:
     ]
     for text in ("web-1:4242", "every 45", "broken has no rows to work on", "reports"):
         assert text in page
-    assert page.count('<svg class="weft-chart"') == 2
+    assert page.count('<svg class="weft-chart"') == 1
     assert "django_weft/console.js" in page
     assert "Pause</button>" not in page, "view_run alone may not pause: no button"
 
 
-def test_console_overview_reads_in_seven_queries(django_assert_num_queries: Any) -> None:
-    """The figures cost seven queries whatever the number of runs, queues and workers."""
+def test_console_overview_reads_in_ten_queries(django_assert_num_queries: Any) -> None:
+    """The figures cost ten queries whatever the number of runs, queues and workers (once
+    the history is counted; before, the summary rows are not asked for)."""
     worker = WorkerProcess.objects.create(
         hostname="w", pid=1, started_at=timezone.now(), last_beat=timezone.now()
     )
@@ -171,11 +175,13 @@ def test_console_overview_reads_in_seven_queries(django_assert_num_queries: Any)
         Run.objects.filter(pk=run.pk).update(queue=f"q{index % 4}")
         started = start(sleep, {"seconds": 1})
         Run.objects.filter(pk=started.pk).update(status=RunStatus.RUNNING, worker=worker)
-    with django_assert_num_queries(7):
-        overview = read_overview(timezone.now())
-    assert (
-        sum(bucket.finished for bucket in overview.last_day) == 29
-    )  # the last one, 50 * 29 minutes ago, is over a day old
+    while tally(timezone.now()):
+        pass
+    with django_assert_num_queries(10):
+        overview = read_overview(timezone.now(), "24h", "queue")
+    # The last one, 50 * 29 minutes ago, is over a day old.
+    assert sum(series.finished for series in overview.history.series) == 29
+    assert {series.key for series in overview.history.series} == {"q0", "q1", "q2", "q3"}
     assert overview.unfinished["running"] == 30
 
 
@@ -184,24 +190,6 @@ def test_console_overview_counts_runs_of_undeployed_versions_as_blocked(viewer: 
     Run.objects.filter(pk=run.pk).update(job_version=99)
     overview = read_overview(timezone.now())
     assert overview.unfinished == {"queued": 0, "blocked": 1, "running": 0}
-
-
-def test_console_overview_charts_bucket_by_the_minute_and_ten_minutes() -> None:
-    """The hour chart has a bar a minute, the day's a bar per ten minutes; a run lands in
-    the bar of the minute it finished."""
-    now = datetime(2026, 3, 7, 12, 30, 20, tzinfo=UTC)
-    run = start(noop)
-    Run.objects.filter(pk=run.pk).update(
-        status=RunStatus.DONE, finished_at=datetime(2026, 3, 7, 12, 25, 40, tzinfo=UTC)
-    )
-    overview = read_overview(now)
-    assert (len(overview.last_hour), len(overview.last_day)) == (60, 144)
-    (bar,) = [bucket for bucket in overview.last_hour if bucket.finished]
-    assert bar.start == datetime(2026, 3, 7, 12, 25, tzinfo=UTC)
-    (bar,) = [bucket for bucket in overview.last_day if bucket.finished]
-    assert bar.start.minute % 10 == 1
-    assert bar.finished_per_minute == 0.1
-    assert overview.last_hour[-1].start == datetime(2026, 3, 7, 12, 30, tzinfo=UTC)
 
 
 def test_console_overview_live_fragment_is_the_figures_alone(root: Any) -> None:
