@@ -100,7 +100,8 @@ def confirmation(
 
 def filter_words(changelist: ChangeList, request: HttpRequest) -> list[str]:
     """The list's filter as a person reads it: each chosen filter by its title and
-    choice, the search, the date drill, then any other lookup of the address."""
+    choice (the created-date filter too), the search, then any other lookup of the
+    address."""
     words = []
     used: set[str] = set()
     for spec in changelist.filter_specs:
@@ -116,16 +117,6 @@ def filter_words(changelist: ChangeList, request: HttpRequest) -> list[str]:
         )
     if changelist.query:
         words.append(gettext("search is “%(query)s”") % {"query": changelist.query})
-    hierarchy = changelist.date_hierarchy
-    if hierarchy:
-        parts = [
-            request.GET[f"{hierarchy}__{part}"]
-            for part in ("year", "month", "day")
-            if f"{hierarchy}__{part}" in request.GET
-        ]
-        used.update(f"{hierarchy}__{part}" for part in ("year", "month", "day"))
-        if parts:
-            words.append(gettext("created in %(when)s") % {"when": "-".join(parts)})
     for name, value in request.GET.items():
         if name not in used and name not in NOT_FILTERS:
             words.append(f"{name} = {value}")

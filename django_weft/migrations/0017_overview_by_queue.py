@@ -78,6 +78,10 @@ class Migration(migrations.Migration):
                 "default_permissions": (),
             },
         ),
+        # The run lists filtered by job or by status walk the two indexes below, newest
+        # first; the plain ones of 0015 would only be their twins.
+        migrations.RemoveIndex(model_name="run", name="weft_run_job"),
+        migrations.RemoveIndex(model_name="run", name="weft_run_status"),
         migrations.AddIndex(
             model_name="run",
             index=models.Index(fields=["created_at", "id"], name="weft_run_newest"),

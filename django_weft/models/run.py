@@ -231,11 +231,6 @@ class Run(models.Model):
                 name="weft_run_retry_at",
                 condition=models.Q(status=RunStatus.QUEUED, retry_at__isnull=False),
             ),
-            # The run lists of the console and the API, filtered by job or by status.
-            # Declared here, not with db_index=True, so that PostgreSQL gets no
-            # varchar_pattern_ops twin: no query reads these columns with LIKE.
-            models.Index(fields=["job"], name="weft_run_job"),
-            models.Index(fields=["status"], name="weft_run_status"),
         ]
 
     def __str__(self) -> str:
