@@ -15,10 +15,10 @@ from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
-from django.utils import timezone
 from django.utils.html import format_html
 
 from django_weft.console import formatting
+from django_weft.console.moment_columns import moment_column
 from django_weft.models import AuditAction, AuditRecord
 
 if TYPE_CHECKING:
@@ -76,9 +76,10 @@ class AuditRecordAdmin(AuditRecordAdminBase):
     )
     actions = None
 
-    @admin.display(description="when", ordering="at")
-    def moment(self, record: AuditRecord) -> str:
-        return formatting.moment(record.at, timezone.get_current_timezone())
+    moment = moment_column("at", "when")
+
+    class Media:
+        css = {"all": ["django_weft/console.css"]}
 
     @admin.display(description="object", ordering="object_id")
     def target(self, record: AuditRecord) -> str:

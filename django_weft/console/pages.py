@@ -20,7 +20,14 @@ from django_weft import access
 from django_weft.access import User
 from django_weft.console.ansi import to_html
 from django_weft.console.charts import bar_chart
-from django_weft.console.formatting import duration, moment, pretty_json, run_length, short_id
+from django_weft.console.formatting import (
+    duration,
+    moment,
+    pretty_json,
+    run_length,
+    short_id,
+    zone_name,
+)
 from django_weft.console.overview import Bucket, read_overview
 from django_weft.live import projections
 from django_weft.models import Attempt, Run
@@ -42,6 +49,8 @@ def overview_context(user: User, now: datetime, zone: tzinfo) -> dict[str, Any]:
         "hour_totals": _totals(overview.last_hour),
         "day_totals": _totals(overview.last_day),
         "now_text": moment(overview.now, zone),
+        # A coming fire is printed in this zone; in its schedule's own too if that differs.
+        "zone_name": zone_name(zone),
         "can_pause": user.has_perm(access.PAUSE_QUEUE),
     }
 

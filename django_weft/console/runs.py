@@ -24,6 +24,7 @@ from django.utils.html import format_html
 
 from django_weft import operations
 from django_weft.console import formatting, pages, visibility
+from django_weft.console.phases import PhaseFilter
 from django_weft.console.refusals import act
 from django_weft.live import projections
 from django_weft.models import Run
@@ -43,7 +44,7 @@ class RunAdmin(RunAdminBase):
 
     list_display = ["short_id", "job", "phase", "queue", "started_by", "created", "length"]
     list_display_links = ["short_id"]
-    list_filter = ["status", "job", "queue", "owner"]
+    list_filter = [PhaseFilter, "job", "queue", "owner"]
     list_select_related = ["owner", "schedule"]
     search_fields = [*visibility.PUBLIC_RUN_SEARCH, *visibility.PRIVATE_RUN_SEARCH]
     actions = ["abort_action"]

@@ -106,7 +106,7 @@ class ScheduleAdmin(
     ]
 
     class Media:
-        css = {"all": ["django_weft/schedule.css"]}
+        css = {"all": ["django_weft/console.css", "django_weft/schedule.css"]}
 
     # -- the page's endpoints ---------------------------------------------------------------
 

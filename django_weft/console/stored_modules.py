@@ -23,10 +23,12 @@ from django.http import (
     HttpResponseRedirect,
 )
 from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
 from django_weft import access, operations
-from django_weft.console import refusals
+from django_weft.console import formatting, refusals
+from django_weft.console.moment_columns import moment_column
 from django_weft.console.refusals import act
 from django_weft.models import Module, ModuleRevision
 
@@ -55,11 +57,13 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
 
     model = ModuleRevision
     fk_name = "module"
-    fields = ["revision", "created_at", "author", "approval", "grants", "source_text"]
-    readonly_fields = ["revision", "created_at", "author", "approval", "grants", "source_text"]
+    fields = ["revision", "created", "author", "approval", "grants", "source_text"]
+    readonly_fields = ["revision", "created", "author", "approval", "grants", "source_text"]
     extra = 0
     can_delete = False
     ordering = ["-revision"]
+
+    created = moment_column("created_at", "created")
 
     def has_add_permission(self, request: HttpRequest, obj: Module | None = None) -> bool:
         return False
@@ -69,7 +73,9 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
         if revision.approved_at is None:
             return "no"
         by = revision.approved_by or "the project's code"
-        return f"by {by}, {revision.approved_at:%Y-%m-%d %H:%M}"
+        return (
+            f"by {by}, {formatting.moment(revision.approved_at, timezone.get_current_timezone())}"
+        )
 
     @admin.display(description="source")
     def source_text(self, revision: ModuleRevision) -> str:
@@ -78,12 +84,18 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
 
 class ModuleAdmin(refusals.RefusalsOnTheForm, ModuleAdminBase):
     form = ModuleForm
-    list_display = ["name", "owner", "revision", "runs", "grants", "updated_at"]
+    list_display = ["name", "owner", "revision", "runs", "grants", "updated"]
     search_fields = ["name"]
-    readonly_fields = ["owner", "revision", "runs", "updated_at"]
+    readonly_fields = ["owner", "revision", "runs", "updated"]
     inlines = [ModuleRevisionInline]
     actions = ["approve_action"]
     change_form_template = "admin/django_weft/module/change_form.html"
+
+    class Media:
+        css = {"all": ["django_weft/console.css"]}
+        js = ["django_weft/scrolling.js"]
+
+    updated = moment_column("updated_at", "updated")
 
     @admin.display(description="runs")
     def runs(self, module: Module) -> str:

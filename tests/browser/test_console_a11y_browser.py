@@ -75,8 +75,10 @@ def console(transactional_db: None) -> Iterator[Console]:
         start(broken)
         start(build, {"steps": 10_000, "interval": 1})
         wait_for(
-            lambda: Run.objects.filter(status="running").exists()
-            and Run.objects.finished().count() == 2,
+            lambda: (
+                Run.objects.filter(status="running").exists()
+                and Run.objects.finished().count() == 2
+            ),
             what="two finished runs and a running one",
         )
         pause_queue_for(root, "reports")
