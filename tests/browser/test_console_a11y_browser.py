@@ -1,5 +1,7 @@
 """Every console page passes axe-core's WCAG 2 A and AA rules (contrast 4.5:1 among them),
-in light and dark mode, at 1280 and 390 px, in Debian's chromium on ``runjobs --http``.
+in light and dark mode, at 1280 and 390 px, in Debian's chromium on ``runjobs --http``;
+it reflows (no page wider than a 390 px window, its lists scrolling in their own box), no
+list breaks a word at 1280 px, and the page buttons sit level with History.
 
 axe-core comes from the npm registry into tests/browser/axe/ (``npm ci`` there, as
 scripts/test.sh does); the test loads it into each page and prints every violation with
@@ -12,18 +14,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.urls import reverse
-from playwright.sync_api import Browser
+from playwright.sync_api import Browser, Page
 
-from django_weft.models import AuditRecord, Document, Module, Run, Schedule, WorkerProcess
+from django_weft.models import (
+    AuditRecord,
+    Document,
+    Module,
+    Run,
+    RunStatus,
+    Schedule,
+    WorkerProcess,
+)
 from django_weft.operations import pause_queue_for, start
 from tests.browsers import admin_page, console_server
-from tests.jobs import broken, build
+from tests.jobs import broken, build, noop
 from tests.processes import wait_for
 
 AXE = Path(__file__).resolve().parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
@@ -31,6 +42,26 @@ AXE = Path(__file__).resolve().parent / "axe" / "node_modules" / "axe-core" / "a
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 WIDTHS = (1280, 390)
 SCHEMES = ("light", "dark")
+
+#: Each word of each list cell that takes more than one line (a line may break at a space,
+#: or after a hyphen, never inside a word), as "cell: word".
+BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const cell of document.querySelectorAll("#result_list td, #result_list th")) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.data.matchAll(/[^\\s-]+-?/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        if (range.getClientRects().length > 1) broken.push(`${cell.className}: ${match[0]}`);
+      }
+    }
+  }
+  return broken;
+}"""
+#: How much wider than the window the page is (it scrolls sideways by that much).
+TOO_WIDE = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
 
 RUN_AXE = """(tags) => axe.run(document, {runOnly: {type: "tag", values: tags}})
   .then((results) => results.violations.map((violation) => ({
@@ -67,8 +98,12 @@ def console(transactional_db: None) -> Iterator[Console]:
     assert AXE.exists(), f"axe-core is missing: run `npm ci` in {AXE.parents[2]}"
     root = get_user_model().objects.create_superuser("root", "root@example.com", "root")
     schedule = Schedule.objects.create(
-        name="nightly digest", job="content.digest", cron="0 7 * * *", timezone="UTC"
+        name="nightly digest for the whole newsroom",
+        job="content.digest",
+        cron="0 7 * * *",
+        timezone="America/Toronto",
     )
+    Schedule.objects.create(name="refresh.sitemap", job="tests.noop", every=timedelta(minutes=20))
     module = Module.objects.create(name="greeter", source="def hello(name):\n    return name\n")
     with console_server() as base:
         done = start(build, {"steps": 1, "interval": 0})
@@ -82,6 +117,11 @@ def console(transactional_db: None) -> Iterator[Console]:
             what="two finished runs and a running one",
         )
         pause_queue_for(root, "reports")
+        # Names of the width that broke words: "shell.ru|n", "defaul|t", "sh|ell|.n|oti|fy".
+        for job, queue in (("shell.run", "default"), ("shell.notify", "reports-for-the-editors")):
+            Run.objects.filter(pk=start(noop).pk).update(
+                job=job, queue=queue, status=RunStatus.DONE, owner=root
+            )
         rows = {
             "schedule": str(schedule.pk),
             "run": str(done.pk),
@@ -150,3 +190,54 @@ def test_console_a11y_page_passes_axe_in_both_schemes_at_both_widths(
                 found.append(f"{width} px, {scheme}: {violation['id']} ({violation['help']})")
                 found += [f"    {node}" for node in violation["nodes"]]
     assert not found, f"{title} ({path}):\n" + "\n".join(found)
+
+
+def lists(console: Console) -> list[str]:
+    return [reverse(url) for _, url in pages() if url.endswith("_changelist")]
+
+
+def test_console_a11y_lists_break_no_word_at_1280_px(browser: Browser, console: Console) -> None:
+    """At 1280 px a list cell breaks its lines at spaces only: never "shell.ru|n"."""
+    page = admin_page(browser, console.base, "root", reverse("admin:index"))
+    for path in lists(console):
+        page.goto(f"{console.base}{path}")
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate(BROKEN_WORDS) == [], path
+
+
+def test_console_a11y_pages_fit_390_px(browser: Browser, console: Console) -> None:
+    """At 390 px no page is wider than the window: a list wider than that scrolls in its
+    own box, the overview's tables each in theirs, and the Pause button is whole."""
+    page = admin_page(browser, console.base, "root", reverse("admin:index"), width=390)
+    for _, url_name in pages():
+        path = address(console, url_name)
+        page.goto(f"{console.base}{path}")
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate(TOO_WIDE) <= 0, path
+    page.goto(f"{console.base}{reverse('admin:django_weft_overview_changelist')}")
+    pause = page.locator("#weft-queues button", has_text="Pause").first
+    assert pause.evaluate("(button) => button.scrollWidth <= button.clientWidth")
+    assert pause.inner_text().strip().lower() == "pause"
+
+
+def level_with_history(page: Page) -> list[str]:
+    """The page's buttons whose top is more than 1 px off History's."""
+    history = page.locator(".object-tools .historylink").bounding_box()
+    assert history is not None
+    off = []
+    for button in page.locator(".object-tools button").all():
+        box = button.bounding_box()
+        assert box is not None
+        if abs(box["y"] - history["y"]) > 1 or abs(box["height"] - history["height"]) > 1:
+            off.append(f"{button.inner_text()}: {box} beside History's {history}")
+    return off
+
+
+def test_console_a11y_buttons_sit_level_with_history(browser: Browser, console: Console) -> None:
+    """On a run's page and a schedule's, each button's box is History's, to 1 px."""
+    for width in WIDTHS:
+        for model in ("run", "schedule"):
+            path = reverse(f"admin:django_weft_{model}_change", args=[console.rows[model]])
+            page = admin_page(browser, console.base, "root", path, width=width)
+            assert page.locator(".object-tools button").count() > 0, path
+            assert level_with_history(page) == [], f"{path} at {width} px"
