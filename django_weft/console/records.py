@@ -119,7 +119,7 @@ class WorkerProcessAdmin(WorkerProcessAdminBase):
     deleted (``prunejobs`` deletes the rows of workers that stopped long ago)."""
 
     list_display = ["__str__", "started", "beat", "stopped", "running"]
-    fields = readonly_fields = ["hostname", "pid", "started", "beat", "stopped"]
+    fields = readonly_fields = ("hostname", "pid", "started", "beat", "stopped")
     ordering = ["-last_beat"]
     started = moment_column("started_at", "started")
     beat = moment_column("last_beat", "last beat")
