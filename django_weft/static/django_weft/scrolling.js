@@ -1,10 +1,11 @@
-/* django-weft's console: a box that scrolls sideways (a table wider than a narrow
- * window, such as a module's revisions) can be scrolled from the keyboard: it takes the
- * focus (WCAG 2.1.1; axe-core's scrollable-region-focusable). No dependency. */
+/* django-weft's console: an inline's box (a module's revisions), which scrolls sideways
+ * in a narrow window and holds nothing focusable, takes the focus, so the keyboard can
+ * scroll it (WCAG 2.1.1; axe-core's scrollable-region-focusable). No dependency. The
+ * overview's boxes have their tabindex in the template. */
 (function () {
   "use strict";
   function focusable() {
-    document.querySelectorAll(".inline-related .wrapper, .weft-scroll").forEach(function (box) {
+    document.querySelectorAll(".inline-related .wrapper").forEach(function (box) {
       if (!box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0");
     });
   }
