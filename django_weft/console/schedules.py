@@ -53,7 +53,7 @@ class ScheduleAdmin(
 ):
     list_display = [
         "name",
-        "job_name",
+        "job",
         "plan",
         "next_due_at",
         "last_status",

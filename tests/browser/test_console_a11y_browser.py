@@ -43,20 +43,36 @@ WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 WIDTHS = (1280, 390)
 SCHEMES = ("light", "dark")
 
-#: Each word of each list cell that takes more than one line (a line may break at a space,
-#: or after a hyphen, never inside a word), as "cell: word".
+#: Each word of each list cell whose letters lie on more than one line, as "cell: word".
+#: A word ends at a space, after a hyphen and where its text ends (at a tag such as
+#: <br>), but not at a <wbr>: that is a break inside a word ("content.|digest").
 BROKEN_WORDS = """() => {
   const broken = [];
   for (const cell of document.querySelectorAll("#result_list td, #result_list th")) {
+    let word = "", top = null, bottom = null, height = 0;
+    const end = () => {
+      if (word && bottom - top > height / 2) broken.push(`${cell.className}: ${word}`);
+      word = ""; top = null; bottom = null;
+    };
     const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-      for (const match of node.data.matchAll(/[^\\s-]+-?/g)) {
+      if (!(node.previousSibling && node.previousSibling.nodeName === "WBR")) end();
+      for (let index = 0; index < node.data.length; index += 1) {
+        const letter = node.data[index];
+        if (/\\s/.test(letter)) { end(); continue; }
         const range = document.createRange();
-        range.setStart(node, match.index);
-        range.setEnd(node, match.index + match[0].length);
-        if (range.getClientRects().length > 1) broken.push(`${cell.className}: ${match[0]}`);
+        range.setStart(node, index);
+        range.setEnd(node, index + 1);
+        const box = range.getBoundingClientRect();
+        if (!box.height) continue;
+        word += letter;
+        height = box.height;
+        top = top === null ? box.top : Math.min(top, box.top);
+        bottom = bottom === null ? box.top : Math.max(bottom, box.top);
+        if (letter === "-") end();
       }
     }
+    end();
   }
   return broken;
 }"""
