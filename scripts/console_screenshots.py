@@ -1,8 +1,10 @@
-"""Screenshots of the operator's console for docs/admin.md, at 1400 px.
+"""Screenshots of the operator's console for docs/admin.md, at 1280 and 390 px, light
+and dark.
 
     .venv/bin/python scripts/console_screenshots.py
 
-Writes docs/images/console-overview.png, console-run.png and console-runs.png. It makes
+Writes docs/images/console-overview.png, console-run.png and console-runs.png (1280 px,
+light), each with its -dark, -390 and -390-dark twins. It makes
 a throwaway SQLite database for the test project (tests/settings.py), starts a real
 ``runjobs --http`` on it (tests/browsers.py), lets its worker execute a few builds (one
 fails, one keeps running, one waits in a paused queue), and photographs the pages in
@@ -21,7 +23,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGES = ROOT / "docs" / "images"
-WIDTH = 1400
 
 sys.path.insert(0, str(ROOT))
 os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
@@ -37,12 +38,12 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import transaction  # noqa: E402
 from django.utils import timezone  # noqa: E402
-from playwright.sync_api import sync_playwright  # noqa: E402
+from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from django_weft.models import PausedQueue, Run, RunStatus, Schedule  # noqa: E402
 from django_weft.operations import start  # noqa: E402
 from example_project.shell.jobs import shell  # noqa: E402
-from tests.browsers import admin_page, chromium, console_server  # noqa: E402
+from tests.browsers import admin_page, chromium, console_server, photograph  # noqa: E402
 from tests.jobs import broken, build, noop  # noqa: E402
 
 
@@ -110,21 +111,22 @@ def main() -> None:
         )
         time.sleep(3)  # a screenful of the long build's output
 
-        page = admin_page(browser, base, "root", "/admin/django_weft/overview/", width=WIDTH)
-        page.wait_for_selector("#weft-live.weft-live-on")
-        page.screenshot(path=str(IMAGES / "console-overview.png"), full_page=True)
+        def live(page: Page) -> None:
+            page.wait_for_selector("#weft-live.weft-live-on")
 
+        def listed(page: Page) -> None:
+            page.wait_for_load_state("networkidle")
+
+        page = admin_page(browser, base, "root", "/admin/django_weft/overview/")
+        written = photograph(page, IMAGES / "console-overview.png", live)
         page.goto(f"{base}/admin/django_weft/run/{failing.pk}/change/")
-        page.wait_for_selector("#weft-live.weft-live-on")
-        page.screenshot(path=str(IMAGES / "console-run.png"), full_page=True)
-
+        written += photograph(page, IMAGES / "console-run.png", live)
         page.goto(f"{base}/admin/django_weft/run/")
-        page.wait_for_load_state("networkidle")
-        page.screenshot(path=str(IMAGES / "console-runs.png"))
+        written += photograph(page, IMAGES / "console-runs.png", listed, full_page=False)
         Run.objects.filter(pk=running.pk).update(abort_requested_at=timezone.now())
         browser.close()
-    for name in ("console-overview.png", "console-run.png", "console-runs.png"):
-        print(IMAGES / name)
+    for path in written:
+        print(path)
 
 
 if __name__ == "__main__":

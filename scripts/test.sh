@@ -5,41 +5,39 @@
 #   WEFT_TEST_DATABASE=postgres WEFT_TEST_CHANNEL_LAYER=redis bash scripts/test.sh
 #
 # Either way the cross-process test uses Redis at 127.0.0.1:6379, the browser tests
-# Debian's chromium, the sandbox Debian's bubblewrap and the translation test GNU gettext
-# (all installed here with apt-get when running as root).
+# Debian's chromium (and axe-core, installed from npm into tests/browser/axe), the sandbox
+# Debian's bubblewrap, the translation test GNU gettext and the fault tests PgBouncer (all
+# installed here with apt-get when running as root).
 #
 # Extra arguments go to pytest.
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 ensure_venv test
+# debian_package COMMAND PACKAGE WHAT: make sure COMMAND is there, installing Debian's
+# PACKAGE with apt-get when running as root; otherwise fail naming what needs it.
+debian_package() {
+    command -v "$1" >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "==> installing Debian's $2 for $3"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+    else
+        echo "$3 need Debian's $2: sudo apt-get install -y $2" >&2
+        exit 1
+    fi
+}
 # The browser tests drive Debian's chromium (playwright never downloads a browser).
-if ! command -v chromium >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "==> installing Debian's chromium for the browser tests"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-    else
-        echo "The browser tests need Debian's chromium: sudo apt-get install -y chromium" >&2
-        exit 1
-    fi
-fi
-# The sandbox's bubblewrap layer runs children inside Debian's bwrap. Without it that
-# layer is reported off (and its own tests fail), everything else still runs.
-if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "==> installing Debian's bubblewrap for the sandbox"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
-fi
+debian_package chromium chromium "the browser tests"
+# The sandbox's bubblewrap layer runs children inside Debian's bwrap.
+debian_package bwrap bubblewrap "the sandbox tests"
 # tests/test_i18n.py runs `makemessages`, which calls GNU gettext's xgettext and msguniq.
-if ! command -v xgettext >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "==> installing GNU gettext for the translation test"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gettext >/dev/null
-    else
-        echo "The translation test needs GNU gettext: sudo apt-get install -y gettext" >&2
-        exit 1
-    fi
-fi
+debian_package xgettext gettext "the translation tests"
+# tests/faults/test_pgbouncer.py runs a real PgBouncer in transaction pooling.
+PATH="$PATH:/usr/sbin" debian_package pgbouncer pgbouncer "the PgBouncer fault tests"
+# The accessibility tests load axe-core, from the npm registry at the version
+# tests/browser/axe/package-lock.json pins, into each console page.
+debian_package npm npm "the accessibility tests"
+echo "==> installing axe-core for the browser tests (npm ci in tests/browser/axe)"
+(cd "$ROOT/tests/browser/axe" && npm ci --no-audit --no-fund --silent)
 cd "$ROOT"
 echo "==> pytest on ${WEFT_TEST_DATABASE:-sqlite}"
 exec "$VENV/bin/python" -m pytest "$@"

@@ -9,9 +9,10 @@ and the in-memory channel layer carries the changes to the browser's socket.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
@@ -85,6 +86,33 @@ def admin_page(browser: Browser, base: str, username: str, path: str, width: int
     page.click("input[type=submit]")
     page.wait_for_url(f"{base}{path}")
     return page
+
+
+#: The screenshots of docs/images: ``(width, colour scheme, file name suffix)``.
+SCREENSHOT_VIEWS: tuple[tuple[int, Literal["light", "dark"], str], ...] = (
+    (1280, "light", ""),
+    (1280, "dark", "-dark"),
+    (390, "light", "-390"),
+    (390, "dark", "-390-dark"),
+)
+
+
+def photograph(
+    page: Page, image: Path, ready: Callable[[Page], None], *, full_page: bool = True
+) -> list[Path]:
+    """Screenshots of the page ``page`` shows, at each of :data:`SCREENSHOT_VIEWS`: the
+    page is read again for each, and ``ready`` brings it to the state to photograph."""
+    url = page.url
+    written = []
+    for width, scheme, suffix in SCREENSHOT_VIEWS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.emulate_media(color_scheme=scheme)
+        page.goto(url)
+        ready(page)
+        path = image.with_name(f"{image.stem}{suffix}{image.suffix}")
+        page.screenshot(path=str(path), full_page=full_page)
+        written.append(path)
+    return written
 
 
 def overflowing(page: Page) -> list[str]:

@@ -15,11 +15,11 @@ from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
-from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from django_weft.console import formatting
+from django_weft.console.moment_columns import moment_column
 from django_weft.models import AuditAction, AuditRecord
 
 if TYPE_CHECKING:
@@ -77,9 +77,10 @@ class AuditRecordAdmin(AuditRecordAdminBase):
     )
     actions = None
 
-    @admin.display(description=_("when"), ordering="at")
-    def moment(self, record: AuditRecord) -> str:
-        return formatting.moment(record.at, timezone.get_current_timezone())
+    moment = moment_column("at", _("when"))
+
+    class Media:
+        css = {"all": ["django_weft/console.css"]}
 
     @admin.display(description=_("object"), ordering="object_id")
     def target(self, record: AuditRecord) -> str:

@@ -19,6 +19,12 @@ def moment(value: datetime | None, zone: tzinfo) -> str:
     return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}"
 
 
+def zone_name(zone: tzinfo) -> str:
+    """The IANA name of ``zone`` (``Europe/Paris``), as schedules name theirs; ``UTC`` for
+    the fixed zone of that name."""
+    return str(getattr(zone, "key", zone))
+
+
 def duration(length: timedelta | None) -> str:
     """A run's length in the unit an operator reads at a glance: ``0.42 s``, ``3 min 05 s``."""
     if length is None:

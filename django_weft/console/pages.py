@@ -21,7 +21,14 @@ from django_weft import access
 from django_weft.access import User
 from django_weft.console.ansi import to_html
 from django_weft.console.charts import bar_chart
-from django_weft.console.formatting import duration, moment, pretty_json, run_length, short_id
+from django_weft.console.formatting import (
+    duration,
+    moment,
+    pretty_json,
+    run_length,
+    short_id,
+    zone_name,
+)
 from django_weft.console.history import (
     DEFAULT_SPAN,
     DEFAULT_SPLIT,
@@ -85,6 +92,8 @@ def overview_context(
         ],
         "percentiles": [f"p{p}" for p in PERCENTILES],
         "now_text": moment(overview.now, zone),
+        # A coming fire is printed in this zone; in its schedule's own too if that differs.
+        "zone_name": zone_name(zone),
         "can_pause": user.has_perm(access.PAUSE_QUEUE),
     }
 

@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy as _
 
 from django_weft import access
 from django_weft.console import formatting, visibility
+from django_weft.console.moment_columns import moment_column
 from django_weft.models import Document, Run, RunStatus, WorkerProcess
 
 #: How a run's state document's key begins (``run:<id>``).
@@ -40,13 +41,15 @@ class DocumentAdmin(DocumentAdminBase):
     are shown to ``view_document`` and deleted with ``delete_document``, as ever.
     """
 
-    list_display = ("key", "schema", "version", "revision", "updated_at")
+    list_display = ("key", "schema", "version", "revision", "updated")
     #: The columns for a viewer who does not see every run in full: a state document's
     #: revision and last change tell how its run's output grew.
     guest_list_display = ("key", "schema", "version")
     search_fields = ["key", "schema"]
-    fields = readonly_fields = ("key", "schema", "version", "revision", "updated_at", "data_json")
+    fields = readonly_fields = ("key", "schema", "version", "revision", "updated", "data_json")
     guest_fields = ("key", "schema", "version", "state_hidden")
+
+    updated = moment_column("updated_at", "updated")
 
     class Media:
         css = {"all": ["django_weft/console.css"]}
@@ -119,9 +122,15 @@ class WorkerProcessAdmin(WorkerProcessAdminBase):
     """Worker rows are written by the workers themselves: read here, never edited or
     deleted (``prunejobs`` deletes the rows of workers that stopped long ago)."""
 
-    list_display = ["__str__", "started_at", "last_beat", "stopped_at", "running"]
-    readonly_fields = ["hostname", "pid", "started_at", "last_beat", "stopped_at"]
+    list_display = ["__str__", "started", "beat", "stopped", "running"]
+    fields = readonly_fields = ("hostname", "pid", "started", "beat", "stopped")
     ordering = ["-last_beat"]
+    started = moment_column("started_at", "started")
+    beat = moment_column("last_beat", "last beat")
+    stopped = moment_column("stopped_at", "stopped")
+
+    class Media:
+        css = {"all": ["django_weft/console.css"]}
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[WorkerProcess]:
         held = Count("runs", filter=Q(runs__status=RunStatus.RUNNING))

@@ -26,6 +26,7 @@ from django.utils.translation import gettext_lazy
 from django_weft import operations
 from django_weft.console import bulk_actions, formatting, pages, visibility
 from django_weft.console.counting import EstimatedCountPaginator
+from django_weft.console.phases import PhaseFilter
 from django_weft.console.refusals import act
 from django_weft.console.run_filters import JobFilter, QueueFilter
 from django_weft.live import projections
@@ -48,7 +49,7 @@ class RunAdmin(RunAdminBase):
     # No filter or drill-down reads the run table to list its choices, and no count
     # reads it whole (docs/benchmarks.md: ten million runs): the jobs and queues come from
     # the code and the history, the dates are ranges, the count is estimated.
-    list_filter = ["status", JobFilter, QueueFilter, "owner", "created_at"]
+    list_filter = [PhaseFilter, JobFilter, QueueFilter, "owner", "created_at"]
     list_select_related = ["owner", "schedule"]
     search_fields = [*visibility.PUBLIC_RUN_SEARCH, *visibility.PRIVATE_RUN_SEARCH]
     actions = ["retry_action", "abort_action", "delete_action"]

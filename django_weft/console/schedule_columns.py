@@ -12,8 +12,7 @@ from datetime import datetime
 from django.contrib import admin
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import mark_safe
+from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -41,13 +40,6 @@ class ScheduleColumns:
     @admin.display(description=gettext_lazy("state"))
     def state(self, schedule: Schedule) -> str:
         return state_words(schedule)
-
-    @admin.display(description=gettext_lazy("job"), ordering="job")
-    def job_name(self, schedule: Schedule) -> str:
-        """The job's name, free to wrap after each dot in a narrow column."""
-        return format_html_join(
-            mark_safe(".<wbr>"), "{}", ((part,) for part in schedule.job.split("."))
-        )
 
     @admin.display(description=gettext_lazy("next due"), ordering="next_due")
     def next_due_at(self, schedule: Schedule) -> str:

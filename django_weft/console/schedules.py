@@ -63,7 +63,7 @@ class ScheduleAdmin(
 ):
     list_display = [
         "name",
-        "job_name",
+        "job",
         "plan",
         "next_due_at",
         "last_status",
@@ -119,7 +119,7 @@ class ScheduleAdmin(
     ]
 
     class Media:
-        css = {"all": ["django_weft/schedule.css"]}
+        css = {"all": ["django_weft/console.css", "django_weft/schedule.css"]}
 
     # -- the page's endpoints ---------------------------------------------------------------
 

@@ -23,11 +23,13 @@ from django.http import (
     HttpResponseRedirect,
 )
 from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from django_weft import access, operations
-from django_weft.console import refusals
+from django_weft.console import formatting, refusals
+from django_weft.console.moment_columns import moment_column
 from django_weft.console.refusals import act
 from django_weft.models import Module, ModuleRevision
 
@@ -56,11 +58,13 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
 
     model = ModuleRevision
     fk_name = "module"
-    fields = ["revision", "created_at", "author", "approval", "grants", "source_text"]
-    readonly_fields = ["revision", "created_at", "author", "approval", "grants", "source_text"]
+    fields = ["revision", "created", "author", "approval", "grants", "source_text"]
+    readonly_fields = ["revision", "created", "author", "approval", "grants", "source_text"]
     extra = 0
     can_delete = False
     ordering = ["-revision"]
+
+    created = moment_column("created_at", "created")
 
     def has_add_permission(self, request: HttpRequest, obj: Module | None = None) -> bool:
         return False
@@ -71,7 +75,11 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
             return str(_("no"))
         by = revision.approved_by or _("the project's code")
         return str(
-            _("by %(by)s, %(at)s") % {"by": by, "at": f"{revision.approved_at:%Y-%m-%d %H:%M}"}
+            _("by %(by)s, %(at)s")
+            % {
+                "by": by,
+                "at": formatting.moment(revision.approved_at, timezone.get_current_timezone()),
+            }
         )
 
     @admin.display(description=_("source"))
@@ -81,12 +89,18 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
 
 class ModuleAdmin(refusals.RefusalsOnTheForm, refusals.RefusedDeletesOnThePage, ModuleAdminBase):
     form = ModuleForm
-    list_display = ["name", "owner", "revision", "runs", "grants", "updated_at"]
+    list_display = ["name", "owner", "revision", "runs", "grants", "updated"]
     search_fields = ["name"]
-    readonly_fields = ["owner", "revision", "runs", "updated_at"]
+    readonly_fields = ["owner", "revision", "runs", "updated"]
     inlines = [ModuleRevisionInline]
     actions = ["approve_action"]
     change_form_template = "admin/django_weft/module/change_form.html"
+
+    class Media:
+        css = {"all": ["django_weft/console.css"]}
+        js = ["django_weft/scrolling.js"]
+
+    updated = moment_column("updated_at", _("updated"))
 
     @admin.display(description=_("runs"))
     def runs(self, module: Module) -> str:

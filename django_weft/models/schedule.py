@@ -331,9 +331,12 @@ class Schedule(models.Model):
                 zone_from_name(self.timezone)
             except CronError as error:
                 errors.setdefault("timezone", []).append(str(error))
-        if self.cron and "timezone" not in errors:
+        if self.cron:
+            # An unusable zone does not hide the expression's own errors: it is read on UTC
+            # then, so a form shows what is wrong with both fields at once.
+            zone = "UTC" if "timezone" in errors else self.timezone
             try:
-                CronPlan(self.cron, self.timezone, on_gap=self.on_gap, on_fold=self.on_fold)
+                CronPlan(self.cron, zone, on_gap=self.on_gap, on_fold=self.on_fold)
             except CronError as error:
                 errors.setdefault(error.field, []).append(str(error))
         if "every" not in unreadable and self.every is not None and self.every <= timedelta(0):

@@ -86,6 +86,23 @@ def test_admin_schedule_form_refuses_bad_input(
     assert not Schedule.objects.exists()
 
 
+@pytest.mark.parametrize("zone", ["", "Mars/Olympus"])
+def test_admin_schedule_form_shows_every_field_error_at_once(
+    admin_client: Client, zone: str
+) -> None:
+    """A bad cron with no zone (or an unknown one) gets both messages in one answer: the
+    zone's does not hide the expression's."""
+    response = admin_client.post(
+        reverse("admin:django_weft_schedule_add"),
+        form_data(cron="61 * * * *", timezone=zone, job="no.such.job"),
+    )
+    errors = response.context["adminform"].form.errors
+    assert 'minute "61" is out of range 0-59' in " ".join(errors["cron"]), errors
+    assert errors["timezone"], errors
+    assert "no.such.job" in " ".join(errors["job"]), errors
+    assert not Schedule.objects.exists()
+
+
 @override_settings(WEFT_CLOCK="tests.clocks.March7")
 def test_admin_schedule_change_page_lists_the_next_fires(admin_client: Client) -> None:
     """The change page lists the coming fires in UTC and in the zone, across the DST change."""

@@ -1,0 +1,269 @@
+"""Every console page passes axe-core's WCAG 2 A and AA rules (contrast 4.5:1 among them),
+in light and dark mode, at 1280 and 390 px, in Debian's chromium on ``runjobs --http``;
+it reflows (no page wider than a 390 px window, its lists scrolling in their own box), no
+list breaks a word at 1280 px, and the page buttons sit level with History.
+
+axe-core comes from the npm registry into tests/browser/axe/ (``npm ci`` there, as
+scripts/test.sh does); the test loads it into each page and prints every violation with
+the nodes it found. The pages are those :mod:`django_weft.admin` registers, each list and
+a page of one of its rows, plus the forms that add a schedule and a module; a test checks
+that no registered page is left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+from playwright.sync_api import Browser, Page
+
+from django_weft.models import (
+    AuditRecord,
+    Document,
+    Module,
+    Run,
+    RunStatus,
+    Schedule,
+    WorkerProcess,
+)
+from django_weft.operations import pause_queue_for, start
+from tests.browsers import admin_page, console_server
+from tests.jobs import broken, build, noop
+from tests.processes import wait_for
+
+AXE = Path(__file__).resolve().parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+#: The rules of WCAG 2.0, 2.1 and 2.2 at levels A and AA.
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+WIDTHS = (1280, 390)
+SCHEMES = ("light", "dark")
+
+#: Each word of each list cell whose letters lie on more than one line, as "cell: word".
+#: A word ends at a space, after a hyphen and where its text ends (at a tag such as
+#: <br>), but not at a <wbr>: that is a break inside a word ("content.|digest").
+BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const cell of document.querySelectorAll("#result_list td, #result_list th")) {
+    let word = "", top = null, bottom = null, height = 0;
+    const end = () => {
+      if (word && bottom - top > height / 2) broken.push(`${cell.className}: ${word}`);
+      word = ""; top = null; bottom = null;
+    };
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (!(node.previousSibling && node.previousSibling.nodeName === "WBR")) end();
+      for (let index = 0; index < node.data.length; index += 1) {
+        const letter = node.data[index];
+        if (/\\s/.test(letter)) { end(); continue; }
+        const range = document.createRange();
+        range.setStart(node, index);
+        range.setEnd(node, index + 1);
+        const box = range.getBoundingClientRect();
+        if (!box.height) continue;
+        word += letter;
+        height = box.height;
+        top = top === null ? box.top : Math.min(top, box.top);
+        bottom = bottom === null ? box.top : Math.max(bottom, box.top);
+        if (letter === "-") end();
+      }
+    }
+    end();
+  }
+  return broken;
+}"""
+#: How much wider than the window the page is (it scrolls sideways by that much).
+TOO_WIDE = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+
+#: How much wider than its box a list's table is (0 for a page with no list table).
+TABLE_SCROLLS = """() => {
+  const box = document.querySelector("#changelist-form .results");
+  return box ? box.scrollWidth - box.clientWidth : 0;
+}"""
+
+RUN_AXE = """(tags) => axe.run(document, {runOnly: {type: "tag", values: tags}})
+  .then((results) => results.violations.map((violation) => ({
+    id: violation.id,
+    help: violation.help,
+    nodes: violation.nodes.map((node) => `${node.target.join(" ")}: ${node.failureSummary}`),
+  })))"""
+
+
+@dataclass(frozen=True)
+class Console:
+    """The server, and one row of each kind for the pages of a row."""
+
+    base: str
+    rows: dict[str, str]
+
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _orm_beside_playwright() -> Iterator[None]:
+    """The test's ORM calls run while playwright's sync API holds an event loop in this
+    thread (see tests/browser/test_console_browser.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        yield
+
+
+@pytest.fixture
+def console(transactional_db: None) -> Iterator[Console]:
+    """A server with a row of every kind: a superuser, a schedule, a module, runs that
+    finished (done and failed) and one that runs, a paused queue on record."""
+    assert AXE.exists(), f"axe-core is missing: run `npm ci` in {AXE.parents[2]}"
+    root = get_user_model().objects.create_superuser("root", "root@example.com", "root")
+    schedule = Schedule.objects.create(
+        name="nightly digest for the whole newsroom",
+        job="content.digest",
+        cron="0 7 * * *",
+        timezone="America/Toronto",
+    )
+    Schedule.objects.create(name="refresh.sitemap", job="tests.noop", every=timedelta(minutes=20))
+    module = Module.objects.create(name="greeter", source="def hello(name):\n    return name\n")
+    with console_server() as base:
+        done = start(build, {"steps": 1, "interval": 0})
+        start(broken)
+        start(build, {"steps": 10_000, "interval": 1})
+        wait_for(
+            lambda: (
+                Run.objects.filter(status="running").exists()
+                and Run.objects.finished().count() == 2
+            ),
+            what="two finished runs and a running one",
+        )
+        pause_queue_for(root, "reports")
+        # Names of the width that broke words: "shell.ru|n", "defaul|t", "sh|ell|.n|oti|fy".
+        for job, queue in (("shell.run", "default"), ("shell.notify", "reports-for-the-editors")):
+            Run.objects.filter(pk=start(noop).pk).update(
+                job=job, queue=queue, status=RunStatus.DONE, owner=root
+            )
+        rows = {
+            "schedule": str(schedule.pk),
+            "run": str(done.pk),
+            "module": str(module.pk),
+            "document": str(Document.objects.get(run=done).pk),
+            "workerprocess": str(WorkerProcess.objects.get().pk),
+            "auditrecord": str(AuditRecord.objects.get().pk),
+        }
+        yield Console(base, rows)
+
+
+def registered() -> list[str]:
+    """The model names of the console's pages, as django_weft/admin.py registers them."""
+    return sorted(
+        model._meta.model_name or ""
+        for model in admin.site._registry
+        if model._meta.app_label == "django_weft"
+    )
+
+
+def pages() -> list[tuple[str, str]]:
+    """``(name, URL name and arguments)`` of every console page: each list, a row's page,
+    the forms that add."""
+    found = []
+    for name in registered():
+        found.append((f"{name} list", f"admin:django_weft_{name}_changelist"))
+        if name != "overview":
+            found.append((f"{name} page", f"admin:django_weft_{name}_change"))
+    found += [
+        ("add schedule", "admin:django_weft_schedule_add"),
+        ("add module", "admin:django_weft_module_add"),
+    ]
+    return found
+
+
+def address(console: Console, url_name: str) -> str:
+    if url_name.endswith("_change"):
+        model = url_name.removeprefix("admin:django_weft_").removesuffix("_change")
+        return reverse(url_name, args=[console.rows[model]])
+    return reverse(url_name)
+
+
+def test_console_a11y_every_registered_page_is_checked() -> None:
+    """A page added to django_weft/admin.py is checked below without a new line here."""
+    names = {url.removeprefix("admin:django_weft_").rsplit("_", 1)[0] for _, url in pages()}
+    assert names == set(registered())
+    assert {"overview", "run", "schedule", "module", "workerprocess", "auditrecord"} <= names
+
+
+@pytest.mark.parametrize(("title", "url_name"), pages(), ids=[title for title, _ in pages()])
+def test_console_a11y_page_passes_axe_in_both_schemes_at_both_widths(
+    browser: Browser, console: Console, title: str, url_name: str
+) -> None:
+    """No violation of WCAG 2 A or AA on the page, light and dark, at 1280 and 390 px."""
+    path = address(console, url_name)
+    page = admin_page(browser, console.base, "root", path)
+    found: list[str] = []
+    for width in WIDTHS:
+        for scheme in SCHEMES:
+            page.set_viewport_size({"width": width, "height": 900})
+            page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+            page.goto(f"{console.base}{path}")
+            page.wait_for_load_state("networkidle")
+            page.add_script_tag(path=str(AXE))
+            for violation in page.evaluate(RUN_AXE, WCAG_AA):
+                found.append(f"{width} px, {scheme}: {violation['id']} ({violation['help']})")
+                found += [f"    {node}" for node in violation["nodes"]]
+    assert not found, f"{title} ({path}):\n" + "\n".join(found)
+
+
+def lists(console: Console) -> list[str]:
+    return [reverse(url) for _, url in pages() if url.endswith("_changelist")]
+
+
+def test_console_a11y_lists_break_no_word_at_1280_px(browser: Browser, console: Console) -> None:
+    """At 1280 px, with the admin's sidebar open, every list fits the window (its table
+    does not scroll) and a cell breaks its lines at spaces only: never "shell.ru|n"."""
+    page = admin_page(browser, console.base, "root", reverse("admin:index"))
+    for path in lists(console):
+        page.goto(f"{console.base}{path}")
+        page.wait_for_load_state("networkidle")
+        assert page.locator("#nav-sidebar").is_visible(), path
+        assert page.evaluate(BROKEN_WORDS) == [], path
+        assert page.evaluate(TOO_WIDE) <= 0, path
+        assert page.evaluate(TABLE_SCROLLS) <= 0, path
+
+
+def test_console_a11y_pages_fit_390_px(browser: Browser, console: Console) -> None:
+    """At 390 px no page is wider than the window: a list wider than that scrolls in its
+    own box, the overview's tables each in theirs, and the Pause button is whole."""
+    page = admin_page(browser, console.base, "root", reverse("admin:index"), width=390)
+    for _, url_name in pages():
+        path = address(console, url_name)
+        page.goto(f"{console.base}{path}")
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate(TOO_WIDE) <= 0, path
+    page.goto(f"{console.base}{reverse('admin:django_weft_overview_changelist')}")
+    pause = page.locator("#weft-queues button", has_text="Pause").first
+    assert pause.evaluate("(button) => button.scrollWidth <= button.clientWidth")
+    assert pause.inner_text().strip().lower() == "pause"
+
+
+def level_with_history(page: Page) -> list[str]:
+    """The page's buttons whose top is more than 1 px off History's."""
+    history = page.locator(".object-tools .historylink").bounding_box()
+    assert history is not None
+    off = []
+    for button in page.locator(".object-tools button").all():
+        box = button.bounding_box()
+        assert box is not None
+        if abs(box["y"] - history["y"]) > 1 or abs(box["height"] - history["height"]) > 1:
+            off.append(f"{button.inner_text()}: {box} beside History's {history}")
+    return off
+
+
+def test_console_a11y_buttons_sit_level_with_history(browser: Browser, console: Console) -> None:
+    """On a run's page and a schedule's, each button's box is History's, to 1 px."""
+    for width in WIDTHS:
+        for model in ("run", "schedule"):
+            path = reverse(f"admin:django_weft_{model}_change", args=[console.rows[model]])
+            page = admin_page(browser, console.base, "root", path, width=width)
+            assert page.locator(".object-tools button").count() > 0, path
+            assert level_with_history(page) == [], f"{path} at {width} px"
