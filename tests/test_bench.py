@@ -13,9 +13,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 #: Creating the virtualenv (the first time) and the tiny run, on a busy 2-core machine.
 TIMEOUT = 1800
+
+#: Run on its own (``-m bench``, as .ci/run does): it installs the other systems into
+#: ``bench/.venv-compare``, which suites side by side in one checkout must not race on.
+pytestmark = [pytest.mark.bench, pytest.mark.timeout(TIMEOUT + 60)]
 
 RATIO = r"{name} runs/s: \d+\.\d\d \(1 worker\), \d+\.\d\d \(2 workers\)"
 
