@@ -15,6 +15,7 @@ from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy
 
 from django_weft.jobs.registry import registry
 from django_weft.models import Run, RunStatus
@@ -41,7 +42,7 @@ class PhaseFilter(admin.SimpleListFilter):
     """The phases the list's *phase* column shows: ``?phase=blocked``, ``?phase=queued``
     (queued and runnable), ``?phase=failed``..."""
 
-    title = "phase"
+    title = gettext_lazy("phase")
     parameter_name = "phase"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:

@@ -1,6 +1,7 @@
 """Count finished runs into the overview's history (:mod:`django_weft.models.tally`).
 
-Each step counts at most :data:`CHUNK` of settled minutes: the runs that finished in
+Each step counts at most :data:`CHUNK` of settled minutes (all of them at once when no
+run finished in them, so an idle worker is caught up in one step): the runs that finished in
 them, grouped by minute, job, queue and outcome (and by minute, job and duration bin),
 read through the run table's ``finished_at`` index, so a step costs what those minutes
 hold, never the table. Each coarser grain's complete bars are then added up from the
@@ -63,6 +64,8 @@ def tally(now: datetime) -> bool:
     if begin >= settled:
         return False
     end = min(settled, begin + CHUNK)
+    if not Run.objects.filter(finished_at__gte=begin, finished_at__lt=settled).exists():
+        end = settled  # nothing finished since the mark: no chunk to work through
     with transaction.atomic():
         won = TallyMark.objects.filter(minutes=1, through=begin).update(through=end)
         if not won:

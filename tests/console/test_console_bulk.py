@@ -95,11 +95,11 @@ def test_all_matching_names_the_count_and_filter_and_works_in_batches(
     done = start(noop, owner=owner)
     Run.objects.filter(pk=done.pk).update(status=RunStatus.DONE)
     client = client_of(root)
-    url = f"{RUNS}?status__exact=failed"
+    url = f"{RUNS}?phase=failed"
     page = act(client, "retry_action", matching[:1], url, index="0", select_across="1")
     text = page.content.decode()
     assert "Retry all 3 runs matching this filter?" in text
-    assert "status is failed" in text
+    assert "phase is failed" in text
     assert Run.objects.count() == 4
     with override_settings(WEFT_BULK_BATCH_SIZE=2):
         response = act(client, "retry_action", matching[:1], url, post="yes", select_across="1")
@@ -107,11 +107,11 @@ def test_all_matching_names_the_count_and_filter_and_works_in_batches(
     assert {run.retry_of_id for run in Run.objects.filter(retry_of__isnull=False)} == {
         run.pk for run in matching
     }
-    filtered = f"{RUNS}?status__exact=failed&owner__id__exact={owner.pk}&q=noop"
+    filtered = f"{RUNS}?phase=failed&owner__id__exact={owner.pk}&q=noop"
     page = act(client, "abort_action", matching[:1], filtered, index="0", select_across="1")
     text = page.content.decode()
     assert "Abort all 2 runs matching this filter?" in text
-    assert "status is failed" in text
+    assert "phase is failed" in text
     assert "owner is owner" in text
     assert "search is “noop”" in text
 

@@ -204,6 +204,10 @@ PROMISES: list[tuple[str, str]] = [
         f"{KERNEL}::test_kernel_layers_inherited_descriptor_is_real",
     ),
     (
+        "The child names only the line number and function of each frame",
+        "tests/sandbox/test_module_frames.py::test_line_text_comes_from_the_hosts_source",
+    ),
+    (
         "Nothing needs root",
         "tests/sandbox/test_sandbox_process.py::test_ci_runs_the_sandbox_tests_unprivileged",
     ),
