@@ -5,7 +5,7 @@
 (function () {
   "use strict";
   function focusable() {
-    document.querySelectorAll(".inline-related .wrapper").forEach(function (box) {
+    document.querySelectorAll(".inline-related .wrapper, .inline-group").forEach(function (box) {
       if (!box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0");
     });
   }
