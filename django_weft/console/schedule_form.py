@@ -336,6 +336,15 @@ class ScheduleForm(ScheduleFormBase):
             self.fields["job"].widget = DatalistInput(job_options(), {"class": "vTextField"})
         if "timezone" in self.fields:
             self.fields["timezone"].widget = DatalistInput(zone_options(), {"class": "vTextField"})
+        if "at" in self.fields:
+            # The admin's split date and time inputs have no label of their own on
+            # Django 5.2 (6.0 labels them): name each for assistive technology.
+            for part, name in zip(
+                getattr(self.fields["at"].widget, "widgets", ()),
+                (gettext_lazy("date"), gettext_lazy("time")),
+                strict=False,
+            ):
+                part.attrs["aria-label"] = name
         if "args" in self.fields:
             job = self.data.get(self.add_prefix("job")) if self.is_bound else None
             if job is None:
