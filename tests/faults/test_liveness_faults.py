@@ -229,9 +229,18 @@ def test_the_liveness_and_listen_sessions_have_the_same_keepalives(
         }
         for name, port in sessions.items():
             assert port is not None, name
+            # A session sets its keepalives with its first statements: wait for both ends.
+            wait_for(
+                lambda port=port: (
+                    len(keepalive_timers(postgres.port, port))
+                    == len(keepalive_timers(port, postgres.port))
+                    == 1
+                ),
+                PATIENCE,
+                f"the {name} session's keepalive timers at both ends",
+            )
             server = keepalive_timers(postgres.port, port)
             client = keepalive_timers(port, postgres.port)
-            assert len(server) == len(client) == 1, (name, server, client)
             assert server[0] <= idle, (name, "server", server, idle)
             assert client[0] <= idle, (name, "client", client, idle)
     finally:
