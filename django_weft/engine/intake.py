@@ -94,14 +94,28 @@ class Intake:
                 self._not_tasks.add(path)
         self._not_tasks_for = registry.generation
 
-    def step(self, now: datetime, changes: Changes, *, look_for_retries: bool = False) -> bool:
+    def look(self, now: datetime, changes: Changes, *, everywhere: bool) -> bool:
+        """What the claim cannot see for itself: new task paths (in a full look) and the
+        next retry (then, or once one came due); True if the next claim may find more.
+
+        Apart from :meth:`step`, and after it in a round: the claim is what a NOTIFY
+        woke the loop for, and these reads must not stand in front of it.
+        """
+        found = False
+        if everywhere:
+            generation = registry.generation
+            self.find_tasks()
+            found = registry.generation != generation
+        if everywhere or self._lookout.retry_due(now):
+            self._lookout.next_retry = Run.objects.next_retry()
+        if found:
+            self._lookout.more_to_claim = True
+        return found
+
+    def step(self, now: datetime, changes: Changes) -> bool:
         """Claim as many runs as there are free slots and start them; True if any."""
         process = self._membership.process
         assert process is not None
-        if look_for_retries:
-            self.find_tasks()
-        if look_for_retries or self._lookout.retry_due(now):
-            self._lookout.next_retry = Run.objects.next_retry()
         executor = self._in_flight.executor
         free = executor.free_slots()
         if free <= 0:

@@ -115,6 +115,8 @@ class Worker:
         self.health_file = HealthFile(self.options.health_file)
         self.statement_limits = StatementLimits()
         self._listener: Listener | None = None
+        #: Whether this round's first claim took every free slot.
+        self._filled = False
 
     @property
     def process(self) -> WorkerProcess | None:
@@ -235,8 +237,14 @@ class Worker:
     def tick(self) -> bool:
         """One round of steps that looks at everything; True if any did work.
 
-        Heartbeat first (a fenced worker must know before it claims), then the timeouts,
-        the runs' reports, the schedules, the claim, reaping dead workers, the
+        The claim comes first, after only the timeouts (which cost no query): a run that
+        a NOTIFY announced starts before this round's heartbeat, finishes, fires and
+        looks. It is safe ahead of the heartbeat because the claim names this worker's
+        registration, so a worker that others declared dead claims nothing; the
+        heartbeat then fences it, before the finish step would record outcomes that are
+        no longer its own. Then come the runs' reports, the schedules, the look for new
+        task paths and the next retry, a second claim when those may have left runs to
+        take and the first left slots free, reaping dead workers, the
         housekeeping, and the reports of runs that ended meanwhile. A step that fails
         ends the round: the database is probably gone, and the loop backs off.
         """
@@ -251,16 +259,17 @@ class Worker:
         now = self.clock.now()
         if everywhere:
             self.lookout.looked_everywhere()
-        steps: list[tuple[str, Step]] = [
-            ("heartbeat", self.membership.beat),
-            ("timeouts", self.timeouts.step),
-            ("finish", self._record_reports),
-        ]
+        self._filled = False
+        steps: list[tuple[str, Step]] = [("timeouts", self.timeouts.step)]
+        if not self.is_stopping and (everywhere or self.lookout.claim(now)):
+            steps.append(("claim", self._claim_first))
+        steps.append(("heartbeat", self.membership.beat))
+        steps.append(("finish", self._record_reports))
         if not self.is_stopping:
             if self.options.schedules and (everywhere or self.lookout.fire(now)):
                 steps.append(("schedule", self._schedule))
-            if everywhere or self.lookout.claim(now):
-                steps.append(("claim", partial(self.intake.step, look_for_retries=everywhere)))
+            steps.append(("look", partial(self.intake.look, everywhere=everywhere)))
+            steps.append(("claim", self._claim_more))
             steps.append(("reap", self.membership.reap))
             steps.append(("prune", self.pruner.step))
             steps.append(("tally", self.tallier.step))
@@ -320,6 +329,20 @@ class Worker:
         if recorded.retry_at is not None:
             self.lookout.retry_at(recorded.retry_at)
         return True
+
+    def _claim_first(self, now: datetime, changes: Changes) -> bool:
+        claimed = self.intake.step(now, changes)
+        # Every free slot taken: what is left waits for the next round, as the fires do.
+        self._filled = claimed and self.lookout.more_to_claim
+        return claimed
+
+    def _claim_more(self, now: datetime, changes: Changes) -> bool:
+        """The round's second claim, when the first did not fill every free slot and its
+        fires or its look may have left runs to take: a round claims at most once per
+        free slot."""
+        if self._filled or not self.lookout.claim(now):
+            return False
+        return self.intake.step(now, changes)
 
     def _schedule(self, now: datetime, changes: Changes) -> bool:
         fired = self.scheduler.tick(now, changes)
