@@ -237,16 +237,14 @@ class Worker:
     def tick(self) -> bool:
         """One round of steps that looks at everything; True if any did work.
 
-        The claim comes first, after only the timeouts (which cost no query): a run that
-        a NOTIFY announced starts before this round's heartbeat, finishes, fires and
-        looks. It is safe ahead of the heartbeat because the claim names this worker's
-        registration, so a worker that others declared dead claims nothing; the
-        heartbeat then fences it, before the finish step would record outcomes that are
-        no longer its own. Then come the runs' reports, the schedules, the look for new
-        task paths and the next retry, a second claim when those may have left runs to
-        take and the first left slots free, reaping dead workers, the
-        housekeeping, and the reports of runs that ended meanwhile. A step that fails
-        ends the round: the database is probably gone, and the loop backs off.
+        The claim comes first, after only the timeouts (no query), so a run a NOTIFY
+        announced waits for no other step. Safe before the heartbeat: the claim names
+        this worker's registration, so a worker declared dead claims nothing; the
+        heartbeat fences it before the finish step could record outcomes no longer its
+        own. Then the schedules, the look for task paths and the next retry, a second
+        claim if those left runs and the first left slots free, reaping, the
+        housekeeping, and the reports of runs that ended meanwhile. A failing step ends
+        the round: the database is probably gone, and the loop backs off.
         """
         return self._round(everywhere=True)
 
@@ -332,14 +330,12 @@ class Worker:
 
     def _claim_first(self, now: datetime, changes: Changes) -> bool:
         claimed = self.intake.step(now, changes)
-        # Every free slot taken: what is left waits for the next round, as the fires do.
-        self._filled = claimed and self.lookout.more_to_claim
+        self._filled = claimed and self.lookout.more_to_claim  # every free slot taken
         return claimed
 
     def _claim_more(self, now: datetime, changes: Changes) -> bool:
-        """The round's second claim, when the first did not fill every free slot and its
-        fires or its look may have left runs to take: a round claims at most once per
-        free slot."""
+        """The round's second claim, if the first left slots free and the fires or the
+        look may have left runs: a round claims at most once per free slot."""
         if self._filled or not self.lookout.claim(now):
             return False
         return self.intake.step(now, changes)
