@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from django_weft.conf import weft_settings
 from django_weft.engine.worker import Worker
 from django_weft.jobs.registry import registry
 from django_weft.models import Run, RunStatus, Schedule
@@ -54,3 +57,25 @@ def test_a_long_queue_does_not_hold_a_fire_back(clock: DrivenClock, worker: Work
     fired = Schedule.objects.get(name="due 0")
     assert Run.objects.filter(schedule=fired).exists()
     assert Run.objects.filter(status=RunStatus.QUEUED).count() > 0, "the queue is still long"
+
+
+def test_the_claim_comes_before_the_heartbeat_and_the_fires(
+    clock: DrivenClock, worker: Worker
+) -> None:
+    """A queued run is claimed by the round's first statement, ahead of a heartbeat that
+    came due and of a due schedule's fire: nothing stands in front of what a NOTIFY woke
+    the loop for."""
+    worker.start()
+    worker.tick()
+    start(registry.get("tests.noop"))
+    due_one_offs(clock, 1)
+    clock.skip(timedelta(seconds=weft_settings.HEARTBEAT_INTERVAL + 1))
+    with CaptureQueriesContext(connection) as captured:
+        worker.tick()
+    statements = [query["sql"] for query in captured.captured_queries]
+    claim = next(i for i, sql in enumerate(statements) if "RETURNING" in sql and "'running'" in sql)
+    heartbeat = next(i for i, sql in enumerate(statements) if "last_beat" in sql)
+    fire = next(i for i, sql in enumerate(statements) if "django_weft_schedule" in sql)
+    assert claim < heartbeat
+    assert claim < fire
+    assert Run.objects.filter(status=RunStatus.DONE).count() == 2, "the fired run too"
