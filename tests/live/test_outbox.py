@@ -132,3 +132,24 @@ def test_outbox_stop_delivers_what_is_pending_and_a_later_change_starts_again(
     outbox.hand_over([A], [1])
     assert outbox.flush(30)
     assert recorder.rounds[-1] == ([A], [1])
+
+
+def test_outbox_keeps_rounds_an_interval_apart_and_flush_does_not_wait_for_it(
+    recorder: Recorder,
+) -> None:
+    """The first change goes out at once (after the coalescing window); changes that come
+    within the interval after a round wait for the next one, all in one round, and a
+    flush() sends them without waiting for the interval."""
+    hourly = Outbox(recorder, name="weft-test-outbox", interval=3600)
+    try:
+        hourly.hand_over([A], [])
+        assert recorder.out.wait(30), "the first change waits for no interval"
+        recorder.out.clear()
+        hourly.hand_over([B], [])
+        hourly.hand_over([A], [9])
+        # A wait that a busy machine cannot make fail: the next round is an hour away.
+        assert not recorder.out.wait(0.5), "a round within the interval after the last one"
+        assert hourly.flush(30), "flush() waits for what is pending, not for the interval"
+        assert recorder.rounds == [([A], []), ([B, A], [9])]
+    finally:
+        assert hourly.stop(30)
