@@ -68,6 +68,25 @@ def test_start_returns_the_run_at_once_with_its_state_document() -> None:
     )
 
 
+def test_start_stores_the_run_it_returns_and_the_returned_run_saves_as_stored() -> None:
+    """The start's hand-written INSERT stores every field as ``save()`` would, and the run
+    it returns is a stored row: a later ``save()`` updates it instead of inserting again."""
+    owner = get_user_model().objects.create_user("starter")
+    run = start("tests.sleep", {"seconds": 2}, key="k-1", owner=owner, priority=9)
+    stored = Run.objects.get(pk=run.pk)
+    fields = [field.attname for field in Run._meta.concrete_fields]
+    assert {name: getattr(stored, name) for name in fields} == {
+        name: getattr(run, name) for name in fields
+    }
+    assert (stored.args, stored.owner_id, stored.priority) == ({"seconds": 2.0}, owner.pk, 9)
+    assert stored.idempotency_key == f"{owner.pk}:k-1"
+    assert stored.status == RunStatus.QUEUED
+    run.priority = 3
+    run.save()
+    assert Run.objects.filter(pk=run.pk).values_list("priority", flat=True).get() == 3
+    assert Run.objects.count() == 1
+
+
 def test_start_same_key_returns_the_existing_run() -> None:
     """An idempotency key returns the run it first made, also once it has finished."""
     first = start(registry.get("tests.noop"), key="k")

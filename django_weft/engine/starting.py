@@ -183,7 +183,7 @@ def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Ru
                     version=job.state.version,
                     data=storable(state_key, job.state.initial()),
                 )
-            run.save(force_insert=True)
+            _write(run)
     except IntegrityError:
         # Two starts with one key raced; the other insert won and is returned.
         if key is None or (existing := _run_for_key(job, key, stored, given)) is None:
@@ -264,6 +264,38 @@ def starts_in_bulk(job: Job) -> bool:
     return job.concurrency is None and job.state is None
 
 
+def _write(run: Run) -> None:
+    """Insert the new ``run``: one statement, as ``save(force_insert=True)`` writes it.
+
+    Written by hand since the ORM's compiling of a 29-column INSERT cost a start a
+    fifth of its time (0.15 of 0.79 ms on PostgreSQL); no ``pre_save``/``post_save`` is
+    sent for runs, as for those ``bulk_create`` writes.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {sql.table(Run)} ({_columns()}) VALUES ({_row()})", _values(run)
+        )
+    run._state.adding = False
+    run._state.db = connection.alias
+
+
+def _columns() -> str:
+    """The run table's columns, quoted, in the order :func:`_values` gives."""
+    return ", ".join(sql.column(Run, field.name) for field in Run._meta.concrete_fields)
+
+
+def _row() -> str:
+    return ", ".join(["%s"] * len(Run._meta.concrete_fields))
+
+
+def _values(run: Run) -> list[Any]:
+    """``run``'s values as the database takes them, as ``save()`` would prepare them."""
+    return [
+        field.get_db_prep_save(field.pre_save(run, add=True), connection)
+        for field in Run._meta.concrete_fields
+    ]
+
+
 def insert_runs_in_bulk(runs: Sequence[Run]) -> set[uuid.UUID]:
     """Insert ``runs`` (of jobs that :func:`starts_in_bulk`) in a few statements.
 
@@ -271,21 +303,14 @@ def insert_runs_in_bulk(runs: Sequence[Run]) -> set[uuid.UUID]:
     says; returns the ids of the runs that were inserted.
     """
     inserted: set[uuid.UUID] = set()
-    fields = list(Run._meta.concrete_fields)
-    columns = ", ".join(sql.column(Run, field.name) for field in fields)
-    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
     with tracing.span("weft.start", {"weft.runs": len(runs)}), connection.cursor() as cursor:
         for start in range(0, len(runs), BULK_INSERT_ROWS):
             chunk = runs[start : start + BULK_INSERT_ROWS]
-            params = [
-                sql.prep(Run, field.name, field.pre_save(run, add=True))
-                for run in chunk
-                for field in fields
-            ]
+            rows = ", ".join([f"({_row()})"] * len(chunk))
             cursor.execute(
-                f"INSERT INTO {sql.table(Run)} ({columns}) VALUES {', '.join([row] * len(chunk))} "
+                f"INSERT INTO {sql.table(Run)} ({_columns()}) VALUES {rows} "
                 f"ON CONFLICT DO NOTHING RETURNING {sql.column(Run, 'id')}",
-                params,
+                [value for run in chunk for value in _values(run)],
             )
             pk = Run._meta.pk
             assert pk is not None
