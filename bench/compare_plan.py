@@ -3,9 +3,10 @@
 One repeat is: the commit ceiling; every throughput configuration with 1 worker
 process, then every one with 2; each system's latency; django-weft's start rates
 (``start()`` and ``start_many()``, with and without a channel layer); the fan-out to
-guest sockets; django-weft's due fires; the idle ticks of django-weft and
-django-celery-beat. Systems alternate within each
-figure (A/B/C, A/B/C), and the whole repeat runs ``--repeat`` times.
+guest sockets. The first repeat also measures django-weft's due fires and the idle
+ticks of django-weft and django-celery-beat: figures of one system each, compared
+with no other, which repeats would only make the run longer. Systems alternate within
+each figure (A/B/C, A/B/C), and the whole repeat runs ``--repeat`` times.
 """
 
 from __future__ import annotations
@@ -54,18 +55,28 @@ class Latency:
 
     Where the worker polls (django-tasks-db, every second) the spacing spans its
     interval, so that samples land at every point of it; where NOTIFY wakes the
-    worker, the spacing only keeps samples apart.
+    worker, the spacing only keeps samples apart. ``samples_at_most`` caps the
+    samples of a repeat: a polling worker's latency is spread evenly over its interval,
+    which 30 samples show, and each of its samples takes a second.
     """
 
     system: str
     label: str
     conn_max_age: int
     spacing: tuple[float, float]
+    samples_at_most: int | None = None
+
+    def samples(self, sizes: Sizes) -> int:
+        if self.samples_at_most is None:
+            return sizes.latency_samples
+        return min(sizes.latency_samples, self.samples_at_most)
 
 
 LATENCY = (
     Latency("weft", "django-weft runjobs", 0, (0.02, 0.2)),
-    Latency("tasks_db", "django-tasks-db db_worker, CONN_MAX_AGE 600", PERSISTENT, (0.02, 1.02)),
+    Latency(
+        "tasks_db", "django-tasks-db db_worker, CONN_MAX_AGE 600", PERSISTENT, (0.02, 1.02), 30
+    ),
     Latency("procrastinate", "procrastinate worker", 0, (0.02, 0.2)),
     Latency("celery", "celery worker -P prefork -c 4", 0, (0.02, 0.2)),
 )
@@ -189,7 +200,7 @@ def run_repeat(
             "latency",
             f"latency-{latency.system}",
             {
-                "samples": sizes.latency_samples,
+                "samples": latency.samples(sizes),
                 "warmup": 5,
                 "spacing_min": latency.spacing[0],
                 "spacing_max": latency.spacing[1],
@@ -233,6 +244,14 @@ def run_repeat(
         f"{_setup.percentile(fanout['last_ms'], 0.99):.1f} ms; first socket median "
         f"{_setup.median(fanout['first_ms']):.1f} ms ({len(fanout['last_ms'])} samples)"
     )
+    if repeat == 1:
+        weft_once(sizes, results, child, say)
+
+
+def weft_once(
+    sizes: Sizes, results: Results, child: Callable[..., dict[str, Any]], say: Callable[[str], None]
+) -> None:
+    """The first repeat's own figures: django-weft's due fires, the idle ticks."""
     fires = child(
         "weft",
         "due_fires",

@@ -110,9 +110,14 @@ def throughput_table(results: Results, sizes: Sizes, repeats: int) -> list[Line]
 
 
 def latency_table(results: Results, sizes: Sizes, repeats: int) -> list[Line]:
+    fewer = "".join(
+        f", {SYSTEM_NAMES[latency.system]} {latency.samples(sizes)}"
+        for latency in LATENCY
+        if latency.samples(sizes) < sizes.latency_samples
+    )
     lines = header(
         f"start -> run begins, ms: one idle worker, {sizes.latency_samples} spaced samples "
-        "per repeat",
+        f"per repeat{fewer}",
         repeats,
     )
     for latency in LATENCY:
@@ -145,11 +150,12 @@ def start_tables(results: Results, sizes: Sizes, repeats: int) -> list[Line]:
     return lines
 
 
-def weft_tables(results: Results, sizes: Sizes, repeats: int) -> list[Line]:
+def weft_tables(results: Results, sizes: Sizes) -> list[Line]:
+    """The first repeat's figures of one system each (see :mod:`compare_plan`)."""
     lines = header(
         f"django-weft: {sizes.due_schedules:,} due one-off schedules, "
         f"{sizes.due_workers} runjobs processes",
-        repeats,
+        len(results.fires),
     )
     for key, name, form in (
         ("executed_s", "all executed, s (first fire to last finish)", ".1f"),
@@ -157,7 +163,7 @@ def weft_tables(results: Results, sizes: Sizes, repeats: int) -> list[Line]:
         ("wall_s", "wall s (from starting the processes)", ".1f"),
     ):
         lines.append((name, figures([fires[key] for fires in results.fires], form)))
-    lines += header("idle tick, median ms (nothing due)", repeats)
+    lines += header("idle tick, median ms (nothing due)", len(results.weft_ticks))
     for system, ticks in (
         ("django-weft", results.weft_ticks),
         ("django-celery-beat", results.beat_ticks),
@@ -279,7 +285,7 @@ def report(results: Results, sizes: Sizes) -> tuple[list[str], list[str]]:
     lines += throughput_table(results, sizes, repeats)
     lines += latency_table(results, sizes, repeats)
     lines += start_tables(results, sizes, repeats)
-    lines += weft_tables(results, sizes, repeats)
+    lines += weft_tables(results, sizes)
     target_lines, ratios = targets(results, sizes)
     ratio_lines = [
         f"ratio {name} runs/s: {per[1]:.2f} (1 worker), {per[2]:.2f} (2 workers)"
