@@ -75,9 +75,14 @@ def best_anchor(results: Results, workers: int) -> tuple[str, float]:
 
 
 def throughput_table(results: Results, sizes: Sizes, repeats: int) -> list[Line]:
+    fewer = "".join(
+        f", {config.label} {config.jobs(sizes):,}"
+        for config in THROUGHPUT
+        if config.jobs(sizes) < sizes.jobs
+    )
     lines = header(
-        f"no-op runs/s, {sizes.jobs:,} jobs enqueued, then drained (first job starting to last "
-        "finishing), and the share of that repeat's commit ceiling",
+        f"no-op runs/s, {sizes.jobs:,} jobs enqueued{fewer}, then drained (first job starting "
+        "to last finishing), and the share of that repeat's commit ceiling",
         repeats,
     )
     ceilings = [*results.ceiling, _setup.median(results.ceiling)]
