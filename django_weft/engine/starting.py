@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
 from django.db import IntegrityError, connection, transaction
@@ -281,6 +282,12 @@ def _write(run: Run) -> None:
 
 def _columns() -> str:
     """The run table's columns, quoted, in the order :func:`_values` gives."""
+    return _quoted_columns(connection.vendor)
+
+
+@cache
+def _quoted_columns(vendor: str) -> str:
+    """:func:`_columns` for one database vendor, built once: every start sends it."""
     return ", ".join(sql.column(Run, field.name) for field in Run._meta.concrete_fields)
 
 
