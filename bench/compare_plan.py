@@ -26,6 +26,11 @@ WORKER_COUNTS = (1, 2)
 PERSISTENT = 600
 
 
+def capped(size: int, at_most: int | None) -> int:
+    """``size``, or ``at_most`` where a configuration caps it lower."""
+    return size if at_most is None else min(size, at_most)
+
+
 @dataclass(frozen=True)
 class Throughput:
     """A system's worker, configured one way.
@@ -42,7 +47,7 @@ class Throughput:
     jobs_at_most: int | None = None
 
     def jobs(self, sizes: Sizes) -> int:
-        return sizes.jobs if self.jobs_at_most is None else min(sizes.jobs, self.jobs_at_most)
+        return capped(sizes.jobs, self.jobs_at_most)
 
 
 THROUGHPUT = (
@@ -80,9 +85,7 @@ class Latency:
     samples_at_most: int | None = None
 
     def samples(self, sizes: Sizes) -> int:
-        if self.samples_at_most is None:
-            return sizes.latency_samples
-        return min(sizes.latency_samples, self.samples_at_most)
+        return capped(sizes.latency_samples, self.samples_at_most)
 
 
 LATENCY = (
