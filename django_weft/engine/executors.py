@@ -4,7 +4,9 @@
 ``runjobs`` process executes that many runs at once while its main thread keeps
 scheduling; each thread keeps its database connection from run to run.
 :class:`InlineExecutor` runs each run to its end in the calling thread, which makes a
-driven-clock test read like a story.
+driven-clock test read like a story. A thread that ended its run may take the next one
+itself (``runs_beside_caller``): it stays in its slot, so the slot counts as taken
+throughout.
 
 A run that ignores its timeout cannot be stopped from outside its thread (Python has no
 way to kill a thread). The worker *abandons* it: its slot counts as free again at once,
@@ -40,6 +42,11 @@ class Slot:
 
 class Executor:
     """The interface: accept tasks while there is room, and wait for them."""
+
+    #: Whether tasks run on threads of their own, beside the caller's: a run thread may
+    #: then claim and run its next run itself instead of waiting for the worker's loop
+    #: (see :mod:`~django_weft.engine.intake`). False where a task runs in the caller.
+    runs_beside_caller = False
 
     def __init__(self, concurrency: int) -> None:
         if concurrency < 1:
@@ -80,6 +87,8 @@ class InlineExecutor(Executor):
 
 class ThreadExecutor(Executor):
     """Runs tasks on up to ``concurrency`` threads (plus abandoned ones still running)."""
+
+    runs_beside_caller = True
 
     def __init__(self, concurrency: int) -> None:
         super().__init__(concurrency)

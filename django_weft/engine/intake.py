@@ -7,10 +7,25 @@ writes the claim). Each claimed run becomes an
 flight, and is handed to the executor; its thread delivers the report to the queue and
 wakes the loop. Apart from the loop because it is the one step that knows about jobs,
 queues, threads and the process pool at once.
+
+A run thread that delivered its report claims the next run itself, one at a time, while
+the last claims found more than there were free slots (``Lookout.more_to_claim``), the
+worker is not stopping, and no more reports wait for the loop than the executor has
+slots. Under a backlog the run threads then never wait for the loop's round (recording
+finishes, the heartbeat, the fires) to hand them work, while the loop records their
+reports in batches. The claim is the same statement with a limit of one, made by the
+thread that runs the run next: it stays the run's durable "begun" mark, and a worker
+killed at any moment holds no run claimed for later, only the runs it was executing
+(finished lost by the reaper) and the outcomes not yet recorded, no more of those than
+before (hence the bound on waiting reports). A claim that fails on the run thread (the
+database went away) ends the thread's turn: the loop's error boundary meets the outage
+and claims again after it. Executors that run tasks in the caller (``InlineExecutor``)
+leave every claim to the loop.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from datetime import datetime
 from functools import partial
@@ -27,7 +42,10 @@ from django_weft.engine.reports import Reports
 from django_weft.jobs.registry import Job, registry
 from django_weft.live import publisher
 from django_weft.live.changes import Changes
-from django_weft.models import Document, Run
+from django_weft.models import Document, Run, WorkerProcess
+from django_weft.timing.clocks import Clock
+
+logger = logging.getLogger("django_weft.worker")
 
 #: How many unknown task paths one look registers at most: the rest wait for the next.
 TASK_PATHS_PER_LOOK = 100
@@ -53,6 +71,8 @@ class Intake:
         lookout: Lookout,
         wake: threading.Event,
         pool: ProcessPool,
+        clock: Clock,
+        stopping: threading.Event,
     ) -> None:
         self.options = options
         self._membership = membership
@@ -61,6 +81,8 @@ class Intake:
         self._lookout = lookout
         self._wake = wake
         self._pool = pool
+        self._clock = clock
+        self._stopping = stopping
         self._deployed_pairs: tuple[tuple[str, int], ...] = ()
         self._deployed_for = -1
         #: Task paths of queued runs that named no task here, as of a registry generation.
@@ -116,30 +138,45 @@ class Intake:
         """Claim as many runs as there are free slots and start them; True if any."""
         process = self._membership.process
         assert process is not None
-        executor = self._in_flight.executor
-        free = executor.free_slots()
+        free = self._in_flight.executor.free_slots()
         if free <= 0:
             return False
-        queues = self.options.queues
-        runs = claim(self.deployed(), limit=free, worker=process, now=now, queues=queues)
+        runs = self._claim(process, now, limit=free)
         self._lookout.more_to_claim = len(runs) == free
         for run in runs:
             changes.run(run.pk)
-            job = registry.deployed(run.job, run.job_version)
-            execution = Execution(
-                run=run,
-                worker_id=process.pk,
-                deadline=timeouts.deadline(run, now),
-                in_process=job is not None and job.runs_in_process,
-            )
-            if run.abort_requested_at is not None:
-                execution.abort.set()
+            execution = self._execution(run, process, now)
             self._in_flight.submit(execution, partial(self._execute, execution))
         return bool(runs)
 
+    def _claim(self, process: WorkerProcess, now: datetime, *, limit: int) -> list[Run]:
+        return claim(
+            self.deployed(), limit=limit, worker=process, now=now, queues=self.options.queues
+        )
+
+    def _execution(self, run: Run, process: WorkerProcess, now: datetime) -> Execution:
+        """What this worker needs to steer ``run``, just claimed at ``now``."""
+        job = registry.deployed(run.job, run.job_version)
+        execution = Execution(
+            run=run,
+            worker_id=process.pk,
+            deadline=timeouts.deadline(run, now),
+            in_process=job is not None and job.runs_in_process,
+        )
+        if run.abort_requested_at is not None:
+            execution.abort.set()
+        return execution
+
     def _execute(self, execution: Execution) -> None:
-        """On a run thread: run the execution (here, or in a child process of the pool),
-        hand its report over, wake the loop."""
+        """On a run thread: run ``execution``, then each run this thread claims next."""
+        current: Execution | None = execution
+        while current is not None:
+            self._execute_one(current)
+            current = self._claim_next(current)
+
+    def _execute_one(self, execution: Execution) -> None:
+        """Run the execution (here, or in a child process of the pool), hand its report
+        over, wake the loop."""
         try:
             deliver = partial(self._reports.deliver, execution)
             if execution.in_process:
@@ -150,3 +187,37 @@ class Intake:
                 execute(execution, deliver=deliver, on_state_change=_publish_state)
         finally:
             self._wake.set()
+
+    def _claim_next(self, previous: Execution) -> Execution | None:
+        """On the run thread of ``previous``, which delivered its report: the run it
+        claimed to run next, in the same executor slot, or None (see the module's
+        docstring for when)."""
+        process = self._membership.process
+        if (
+            not self._in_flight.executor.runs_beside_caller
+            or previous.given_up
+            or process is None
+            or self._stopping.is_set()
+            or not self._lookout.more_to_claim
+            # Outcomes wait in memory until the loop records them; a killed worker loses
+            # them, so threads do not outrun a loop that is slow to record.
+            or len(self._reports) > self._in_flight.executor.concurrency
+        ):
+            return None
+        now = self._clock.now()
+        try:
+            runs = self._claim(process, now, limit=1)
+        except Exception as error:
+            logger.debug("a run thread's claim failed (%s); the loop claims next", error)
+            return None
+        if not runs:
+            return None
+        execution = self._execution(runs[0], process, now)
+        self._in_flight.hand_slot(previous, execution)
+        changes = Changes()
+        changes.run(execution.run.pk)
+        publisher.publish(changes)
+        if execution.deadline is not None:
+            # The loop's sleep must end by this run's timeout, which it has not seen.
+            self._wake.set()
+        return execution

@@ -37,7 +37,8 @@ class Lookout:
         #: changed.
         self.more_to_fire = True
         #: Whether the last claim filled every free slot, a finish or a fire may have
-        #: queued runs, or a NOTIFY announced some.
+        #: queued runs, or a NOTIFY announced some. Run threads read it too: while it
+        #: holds, a thread that ended its run claims the next one itself.
         self.more_to_claim = True
         #: The next due fire and the next retry, as the last looks read them.
         self.next_fire: datetime | None = None

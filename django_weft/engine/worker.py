@@ -108,6 +108,8 @@ class Worker:
             lookout=self.lookout,
             wake=self._wake,
             pool=self.pool,
+            clock=self.clock,
+            stopping=self.shutdown.requested,
         )
         self.timeouts = Timeouts(self.in_flight, self.reports.deliver)
         self.pruner = Pruner()
