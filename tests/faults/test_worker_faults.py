@@ -126,6 +126,36 @@ def test_sigkill_mid_run_is_lost_once_and_retried_when_allowed(
     assert survivor.poll() is None
 
 
+def test_sigkill_while_run_threads_take_a_backlog_ends_every_run_once(
+    start_runjobs: Callable[..., Runjobs],
+) -> None:
+    """A worker killed while its run threads claim their next runs themselves: every run
+    ends once, done, or lost on the killed worker (it was executing it, or its outcome
+    was not recorded yet); none stays queued or running, none was claimed twice, and
+    each finish hook ran once, for the end the run has."""
+    job = registry.get("tests.watched_sleep")
+    ids = [start(job, {"seconds": 0.02}).pk for _ in range(150)]
+    runs = Run.objects.filter(pk__in=ids)
+    doomed = start_runjobs("--concurrency", "4")
+    wait_for(lambda: runs.filter(status="done").count() >= 20, what="the backlog under way")
+    doomed.send_signal(signal.SIGKILL)
+    doomed.finish()
+    (dead,) = WorkerProcess.objects.all()
+    assert runs.filter(status="queued").exists(), "killed with a backlog left"
+    survivor = start_runjobs()
+
+    wait_for(lambda: not runs.unfinished().exists(), timeout=120, what="every run to end")
+    ended = list(runs.values_list("pk", "status", "attempt", "worker_id"))
+    assert {attempt for _, _, attempt, _ in ended} == {1}, "no run was claimed twice"
+    lost = [(pk, worker) for pk, status, _, worker in ended if status == RunStatus.LOST]
+    assert {status for _, status, _, _ in ended} <= {RunStatus.DONE, RunStatus.LOST}
+    assert {worker for _, worker in lost} <= {dead.pk}, "only the killed worker's runs lost"
+    assert all(
+        finishes(pk) == {"count": 1, "kinds": [str(status)]} for pk, status, _, _ in ended
+    )
+    assert survivor.poll() is None
+
+
 def test_sigstop_past_lost_after_then_sigcont(
     postgres: PostgresCluster, start_runjobs: Callable[..., Runjobs]
 ) -> None:
