@@ -22,7 +22,7 @@ modules of their own beside it:
   kept while the database is down;
 - :mod:`~django_weft.engine.timeouts`: runs past their timeout, asked to stop, given up;
 - :mod:`~django_weft.engine.lookout`: where the next round looks, and NOTIFYs;
-- :mod:`~django_weft.engine.intake`: the claim step, and each run's start on a thread;
+- :mod:`~django_weft.engine.intake`: the claims, and each run's start on a thread;
 - :mod:`~django_weft.engine.process_pool`: the child processes of ``executor="process"`` jobs;
 - :mod:`~django_weft.engine.housekeeping`: pruning, the overview's history, the health file;
 - :mod:`~django_weft.engine.shutdown`: the grace, the aborts, the last reports.
@@ -239,14 +239,13 @@ class Worker:
     def tick(self) -> bool:
         """One round of steps that looks at everything; True if any did work.
 
-        The claim comes first, after only the timeouts (no query), so a run a NOTIFY
-        announced waits for no other step. Safe before the heartbeat: the claim names
-        this worker's registration, so a worker declared dead claims nothing; the
-        heartbeat fences it before the finish step could record outcomes no longer its
-        own. Then the schedules, the look for task paths and the next retry, a second
-        claim if those left runs and the first left slots free, reaping, the
-        housekeeping, and the reports of runs that ended meanwhile. A failing step ends
-        the round: the database is probably gone, and the loop backs off.
+        The claim first, after only the timeouts (no query): a run a NOTIFY announced
+        waits for no other step. Safe before the heartbeat: a claim names this worker's
+        registration (a worker declared dead claims nothing), and the heartbeat fences
+        it before the finish step. Then the schedules, the look for task paths and the
+        next retry, a second claim if those left runs and the first left slots free,
+        reaping, the housekeeping, and the reports of runs that ended meanwhile. A
+        failing step ends the round: the database is probably gone; the loop backs off.
         """
         return self._round(everywhere=True)
 
@@ -336,8 +335,7 @@ class Worker:
         return claimed
 
     def _claim_more(self, now: datetime, changes: Changes) -> bool:
-        """The round's second claim, if the first left slots free and the fires or the
-        look may have left runs: a round claims at most once per free slot."""
+        """A second claim if the first left slots free: at most one claim per free slot."""
         if self._filled or not self.lookout.claim(now):
             return False
         return self.intake.step(now, changes)

@@ -150,9 +150,7 @@ def test_sigkill_while_run_threads_take_a_backlog_ends_every_run_once(
     lost = [(pk, worker) for pk, status, _, worker in ended if status == RunStatus.LOST]
     assert {status for _, status, _, _ in ended} <= {RunStatus.DONE, RunStatus.LOST}
     assert {worker for _, worker in lost} <= {dead.pk}, "only the killed worker's runs lost"
-    assert all(
-        finishes(pk) == {"count": 1, "kinds": [str(status)]} for pk, status, _, _ in ended
-    )
+    assert all(finishes(pk) == {"count": 1, "kinds": [str(status)]} for pk, status, _, _ in ended)
     assert survivor.poll() is None
 
 
