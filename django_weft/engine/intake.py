@@ -16,8 +16,8 @@ finishes, the heartbeat, the fires) to hand them work, while the loop records th
 reports in batches. The claim is the same statement with a limit of one, made by the
 thread that runs the run next: it stays the run's durable "begun" mark, and a worker
 killed at any moment holds no run claimed for later, only the runs it was executing
-(finished lost by the reaper) and the outcomes not yet recorded, no more of those than
-before (hence the bound on waiting reports). A claim that fails on the run thread (the
+(finished lost by the reaper) and the outcomes not yet recorded, which the bound on
+waiting reports keeps threads from piling up. A claim that fails on the run thread (the
 database went away) ends the thread's turn: the loop's error boundary meets the outage
 and claims again after it. Executors that run tasks in the caller (``InlineExecutor``)
 leave every claim to the loop.

@@ -17,7 +17,6 @@ import pytest
 from django.db import OperationalError, connections
 from django.test import override_settings
 
-from django_weft.engine.executors import Executor, Slot, Task
 from django_weft.engine.finishing import AttemptReport, record_attempt
 from django_weft.engine.outages import BACKOFF_CAP, BACKOFF_JITTER, Outage
 from django_weft.engine.worker import Worker
@@ -34,6 +33,7 @@ from django_weft.models import (
 )
 from django_weft.operations import abort, start
 from django_weft.testing import DrivenClock, Rehearsal
+from tests.executors import HeldExecutor
 from tests.jobs import open_gate
 from tests.processes import wait_for
 
@@ -271,30 +271,6 @@ def test_timeout_gives_up_on_a_run_that_ignores_it(single_worker: Worker) -> Non
     open_gate(run.pk)
     wait_for(lambda: not single_worker.in_flight, what="the abandoned run to end")
     assert Run.objects.get(pk=run.pk).status == RunStatus.LOST, "its late outcome was discarded"
-
-
-class HeldExecutor(Executor):
-    """Holds submitted tasks until the test runs them: a run in flight, frozen in time."""
-
-    def __init__(self, concurrency: int) -> None:
-        super().__init__(concurrency)
-        self.held: list[Slot] = []
-
-    def free_slots(self) -> int:
-        return self.concurrency - len(self.held)
-
-    def submit(self, task: Task) -> Slot:
-        slot = Slot(task)
-        self.held.append(slot)
-        return slot
-
-    def release(self) -> None:
-        for slot in self.held:
-            slot.task()
-        self.held.clear()
-
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        return not self.held
 
 
 def test_worker_declared_dead_fences_itself_and_registers_again(

@@ -15,49 +15,19 @@ from collections.abc import Callable, Iterator
 import pytest
 from django.test import override_settings
 
-from django_weft.engine.executors import Executor, InlineExecutor, Slot, Task
+from django_weft.engine.executors import Executor, InlineExecutor
 from django_weft.engine.worker import Worker
 from django_weft.jobs.registry import registry
 from django_weft.live.changes import Changes
 from django_weft.models import Run, RunStatus
 from django_weft.operations import start
 from django_weft.testing import DrivenClock
+from tests.executors import HeldThreads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 #: The ``worker_with`` fixture: an executor in, a started worker out.
 MakeWorker = Callable[[Executor], Worker]
-
-
-class HeldThreads(Executor):
-    """Holds tasks as a thread executor would run them, beside the caller, until the
-    test runs them; notes the slots it is told to abandon."""
-
-    runs_beside_caller = True
-
-    def __init__(self, concurrency: int) -> None:
-        super().__init__(concurrency)
-        self.held: list[Slot] = []
-        self.abandoned: list[Slot] = []
-
-    def free_slots(self) -> int:
-        return self.concurrency - len(self.held)
-
-    def submit(self, task: Task) -> Slot:
-        slot = Slot(task)
-        self.held.append(slot)
-        return slot
-
-    def abandon(self, slot: Slot) -> None:
-        self.abandoned.append(slot)
-
-    def release(self) -> None:
-        for slot in list(self.held):
-            slot.task()
-        self.held.clear()
-
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        return not self.held
 
 
 @pytest.fixture
@@ -130,15 +100,25 @@ def test_a_run_thread_claims_in_the_claims_order(worker_with: MakeWorker) -> Non
     assert Run.objects.get(pk=low.pk).status == RunStatus.QUEUED
 
 
-def test_a_stopping_worker_s_threads_claim_nothing_more(
-    worker_with: MakeWorker,
+@pytest.mark.parametrize(
+    "executor",
+    [
+        pytest.param(HeldThreads, id="threads-after-a-stop"),
+        pytest.param(InlineExecutor, id="inline-executor"),
+    ],
+)
+def test_the_run_in_hand_ends_and_nothing_more_is_claimed(
+    worker_with: MakeWorker, executor: type[Executor]
 ) -> None:
-    """After a stop, the run in hand ends and the rest stays queued for other workers."""
+    """After a stop, a thread's run in hand ends and the rest stays queued for other
+    workers; an inline executor runs in the loop's own thread, so the claim step runs
+    what it claimed and nothing more."""
     queued(3)
-    worker = worker_with(HeldThreads(1))
+    worker = worker_with(executor(1))
     first_claim(worker)
-    worker.stop()
-    worker.executor.release()  # type: ignore[attr-defined]
+    if isinstance(worker.executor, HeldThreads):
+        worker.stop()
+        worker.executor.release()
     assert len(worker.reports) == 1
     assert Run.objects.filter(status=RunStatus.QUEUED).count() == 2
 
@@ -154,17 +134,6 @@ def test_a_thread_claims_only_under_a_backlog(worker_with: MakeWorker) -> None:
     worker.executor.release()  # type: ignore[attr-defined]
     assert len(worker.reports) == 1
     assert Run.objects.get(pk=later.pk).status == RunStatus.QUEUED
-
-
-def test_an_inline_executor_leaves_every_claim_to_the_loop(
-    worker_with: MakeWorker,
-) -> None:
-    """Runs in the loop's own thread: the claim step runs what it claimed, nothing more."""
-    queued(3)
-    worker = worker_with(InlineExecutor(1))
-    first_claim(worker)
-    assert len(worker.reports) == 1
-    assert Run.objects.filter(status=RunStatus.QUEUED).count() == 2
 
 
 def test_threads_stop_claiming_while_the_loop_has_reports_to_record(
