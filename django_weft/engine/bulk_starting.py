@@ -15,10 +15,10 @@ order, but with a few statements for the whole batch instead of a few per run:
   the same lock a single start takes, plus the batch's own new runs: a batch that would
   pass a limit is refused whole (:class:`~django_weft.exceptions.ConcurrencyLimitReached`,
   naming the first item over it);
-- the new rows go in with one ``bulk_create`` (one INSERT for up to
-  :data:`ROWS_PER_INSERT` runs; on PostgreSQL the statement trigger's NOTIFY then wakes
-  the workers once per batch, since PostgreSQL folds equal notifications of one
-  transaction into one).
+- the new rows go in with one INSERT for up to
+  :data:`~django_weft.engine.starting.BULK_INSERT_ROWS` runs (as a single start writes
+  its one); on PostgreSQL the statement trigger's NOTIFY then wakes the workers once per
+  batch, since PostgreSQL folds equal notifications of one transaction into one.
 
 Nothing here publishes: the caller does, after the commit, once per run.
 """
@@ -41,6 +41,7 @@ from django_weft.engine.starting import (
     new_run,
     scoped_key,
     serialize_starts,
+    write_runs,
 )
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
@@ -54,9 +55,8 @@ from django_weft.models import Document, Run
 
 logger = logging.getLogger("django_weft.runs")
 
-#: Runs per INSERT statement: one statement for a fan-out of this many, and well under
-#: PostgreSQL's and SQLite's limits on parameters per statement (SQLite's default, 32,766,
-#: holds about 900 runs; Django splits a longer batch there itself).
+#: State documents per INSERT statement, well under PostgreSQL's and SQLite's limits on
+#: parameters per statement (Django splits a longer batch on SQLite itself).
 ROWS_PER_INSERT = 5000
 
 
@@ -192,18 +192,19 @@ def _check_limits(new: Sequence[tuple[_Item, Run]]) -> None:
 
 def _insert(new: Sequence[tuple[_Item, Run]]) -> None:
     """Write the new runs and their state documents, one INSERT per table for the batch."""
-    documents = []
-    for item, run in new:
-        if (spec := item.request.job.state) is not None:
-            run.state = Document(
-                key=f"run:{run.id}",
-                schema=spec.name,
-                version=spec.version,
-                data=storable(f"run:{run.id}", spec.initial()),
-            )
-            documents.append(run.state)
-    if documents:
-        # Both databases return the new ids, which bulk_create then gives the runs'
-        # state_id.
-        Document.objects.bulk_create(documents, batch_size=ROWS_PER_INSERT)
-    Run.objects.bulk_create([run for _, run in new], batch_size=ROWS_PER_INSERT)
+    documents = {
+        run.id: Document(
+            key=f"run:{run.id}",
+            schema=spec.name,
+            version=spec.version,
+            data=storable(f"run:{run.id}", spec.initial()),
+        )
+        for item, run in new
+        if (spec := item.request.job.state) is not None
+    }
+    # Both databases return the new ids, so the runs below can point at their documents.
+    Document.objects.bulk_create(documents.values(), batch_size=ROWS_PER_INSERT)
+    for _, run in new:
+        if (document := documents.get(run.id)) is not None:
+            run.state = document
+    write_runs([run for _, run in new])

@@ -2,7 +2,8 @@
 
 The claim, the plain finish and the set-based fire are single statements the ORM cannot
 express (``UPDATE ... RETURNING``, ``UPDATE ... FROM (VALUES ...)``, ``INSERT ... ON
-CONFLICT DO NOTHING RETURNING``). These helpers name tables and columns from the models'
+CONFLICT DO NOTHING RETURNING``); every start's INSERT is written here too, faster than
+the ORM compiles it. These helpers name tables and columns from the models'
 metadata and turn Python values into what the database takes, so the statements follow
 the models and each is built once.
 """
@@ -57,3 +58,17 @@ def values_list(
         params += [prep(model, name, value) for name, value in zip(names, row, strict=True)]
         count += 1
     return "VALUES " + ", ".join([row_sql] * count), params
+
+
+def column_arrays(fields: Sequence[models.Field[Any, Any]]) -> str:
+    """PostgreSQL's ``SELECT * FROM UNNEST(%s::type[], ...)``: rows given as one array
+    per column of ``fields``.
+
+    Django's ``bulk_create`` writes many rows so on PostgreSQL: a statement for 500 rows
+    then has one placeholder per column instead of one per value, so psycopg need not
+    split a long text at each ``%s`` (over 50 ms for 500 runs) and the server parses it
+    as quickly as a one-row INSERT. The types lose their length (``varchar``, not
+    ``varchar(150)``), so that nothing is cut short before the column checks it.
+    """
+    arrays = ", ".join(f"%s::{str(field.db_type(connection)).split('(')[0]}[]" for field in fields)
+    return f"SELECT * FROM UNNEST({arrays})"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -18,9 +19,11 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 import django_weft
 from django_weft import operations
+from django_weft.engine.starting import StartRequest
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
     Forbidden,
@@ -88,6 +91,36 @@ def test_start_many_gives_each_run_its_state_document() -> None:
     for run in Run.objects.select_related("state").filter(pk__in=[r.pk for r in runs]):
         assert run.state is not None
         assert (run.state.key, run.state.data) == (f"run:{run.pk}", {"note": "for the owner"})
+
+
+def test_start_many_stores_every_column_as_each_run_holds_it() -> None:
+    """Every column of every row reads back as the returned run holds it: owners or none,
+    keys or none, queues, a not-before moment, state documents, and args with quotes,
+    braces and backslashes (PostgreSQL is sent many rows as one array per column)."""
+    owner = get_user_model().objects.create_user("fan-out owner")
+    later = timezone.now() + timedelta(hours=1)
+    job = registry.get("tests.private")
+    requests = [
+        StartRequest(
+            job,
+            {"label": f"l{index}", "secret": 'a "quote", {braces}, \\ and \u00e9'},
+            key=f"k{index}" if index % 2 else None,
+            owner=owner if index % 3 else None,
+            priority=index - 2,
+            queue="side" if index % 2 else None,
+            not_before=later if index % 2 else None,
+        )
+        for index in range(6)
+    ]
+    runs = [run for run, _ in operations.start_many_or_get(requests)]
+    columns = [field.attname for field in Run._meta.concrete_fields]
+    for run in runs:
+        stored = Run.objects.get(pk=run.pk)
+        assert {name: getattr(stored, name) for name in columns} == {
+            name: getattr(run, name) for name in columns
+        }
+    assert {run.owner_id for run in runs} == {None, owner.pk}
+    assert all(run.state_id is not None for run in runs)
 
 
 def test_start_many_bad_args_refuse_the_batch_naming_the_item_and_field() -> None:
