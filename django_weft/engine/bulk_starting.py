@@ -36,6 +36,7 @@ from django.db import IntegrityError, transaction
 
 from django_weft import tracing
 from django_weft.engine.starting import (
+    BULK_INSERT_ROWS,
     StartRequest,
     announce_started,
     new_run,
@@ -54,10 +55,6 @@ from django_weft.jobs.revisions import storable
 from django_weft.models import Document, Run
 
 logger = logging.getLogger("django_weft.runs")
-
-#: State documents per INSERT statement, well under PostgreSQL's and SQLite's limits on
-#: parameters per statement (Django splits a longer batch on SQLite itself).
-ROWS_PER_INSERT = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +200,7 @@ def _insert(new: Sequence[tuple[_Item, Run]]) -> None:
         if (spec := item.request.job.state) is not None
     }
     # Both databases return the new ids, so the runs below can point at their documents.
-    Document.objects.bulk_create(documents.values(), batch_size=ROWS_PER_INSERT)
+    Document.objects.bulk_create(documents.values(), batch_size=BULK_INSERT_ROWS)
     for _, run in new:
         if (document := documents.get(run.id)) is not None:
             run.state = document

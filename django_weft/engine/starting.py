@@ -305,13 +305,12 @@ def _insert_rows(runs: Sequence[Run], *, skip_conflicts: bool) -> set[uuid.UUID]
                 params = [value for row in rows for value in row]
             cursor.execute(f"INSERT INTO {sql.table(Run)} ({_columns()}) {source}{suffix}", params)
             if skip_conflicts:
-                inserted.update(_PK.to_python(value) for (value,) in cursor.fetchall())
-            else:
-                inserted.update(run.pk for run in chunk)
-    for run in runs:
-        if run.pk in inserted:
-            run._state.adding = False
-            run._state.db = connection.alias
+                returned = {_PK.to_python(value) for (value,) in cursor.fetchall()}
+                chunk = [run for run in chunk if run.pk in returned]
+            for run in chunk:
+                run._state.adding = False
+                run._state.db = connection.alias
+                inserted.add(run.pk)
     return inserted
 
 
