@@ -41,6 +41,11 @@ class AuditAction(models.TextChoices):
     """A host function was granted to a stored module."""
     MODULE_APPROVE = "module_approve", "approve a module"
     """A stored module's revision was approved to run."""
+    MODULE_DELETE = "module_delete", "delete a module"
+    """A stored module was deleted (the record keeps its id and name); its name is free."""
+    SCHEDULE_TAKE_OVER = "schedule_take_over", "take over a schedule"
+    """A schedule whose owner was removed got a new owner (who enabled it); its runs now
+    start as that user."""
 
 
 class EntryPoint(models.TextChoices):
