@@ -110,6 +110,7 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
     messages += _check_live_settings()
     messages += _check_prune_settings()
     messages += _check_bulk_settings()
+    messages += _check_job_modules()
     messages += connection_problems()
     if not settings.USE_TZ:
         messages.append(
@@ -191,6 +192,21 @@ def _check_bulk_settings() -> list[CheckMessage]:
             )
         ]
     return []
+
+
+def module_list_problem(value: Any) -> str:
+    """What is wrong with ``WEFT_JOB_MODULES`` as set, or "": a list of dotted names."""
+    if isinstance(value, list | tuple) and all(
+        isinstance(name, str) and name and all(part.isidentifier() for part in name.split("."))
+        for name in value
+    ):
+        return ""
+    return f"WEFT_JOB_MODULES must be a list of dotted module names, not {value!r}."
+
+
+def _check_job_modules() -> list[CheckMessage]:
+    problem = module_list_problem(weft_settings.raw("WEFT_JOB_MODULES"))
+    return [Error(problem, id="django_weft.E090")] if problem else []
 
 
 @register()

@@ -60,6 +60,12 @@ class WeftSettings:
     CLOCK: Setting[str] = Setting("django_weft.timing.clocks.SystemClock", str)
     """Import string of the clock the scheduler reads time through."""
 
+    JOB_MODULES: Setting[tuple[str, ...]] = Setting((), tuple)
+    """Modules every process imports at start-up besides each installed app's ``jobs``
+    (and, where weft runs ``django.tasks``, ``tasks``) module: the allow-list for jobs
+    and tasks defined elsewhere. A job or task name resolves only to what these imports
+    defined; no name a client sends is ever imported."""
+
     EXECUTOR: Setting[str] = Setting("django_weft.engine.executors.ThreadExecutor", str)
     """Import string of the executor that runs claimed runs."""
 

@@ -6,6 +6,7 @@ subprocesses share the test database.
 """
 
 import os
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,13 @@ ASGI_APPLICATION = "tests.asgi.application"
 #: ``WEFT_TEST_CHANNEL_LAYER=redis`` runs the suite on channels-redis at 127.0.0.1:6379.
 #: django.tasks (Django 6.0+; ignored on 5.2) runs on weft: tests/tasks.
 TASKS = {"default": {"BACKEND": "django_weft.tasks.WeftBackend", "QUEUES": []}}
+#: The tests' task modules, which no app's ``tasks`` module imports: declared in every
+#: process (a real ``runjobs`` runs their tasks), where a tasks framework is installed.
+WEFT_JOB_MODULES = (
+    ["tests.tasks.fixtures", "tests.tasks.weft_fixtures"]
+    if find_spec("django.tasks") or find_spec("django_tasks")
+    else []
+)
 
 CHANNEL_LAYER = os.environ.get("WEFT_TEST_CHANNEL_LAYER", "memory")
 REDIS_URL = os.environ.get("WEFT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -126,6 +126,13 @@ REFUSED: list[tuple[str, list[str], list[object], tuple[str, ...]]] = [
         [["cpu"], {"cpu": "fork"}, {"cpu": None}, {1: "process"}, "process"],
         ('WEFT_QUEUE_EXECUTORS must map queue names to "thread" or "process"',),
     ),
+    # E090: WEFT_JOB_MODULES is a list of dotted module names.
+    (
+        "E090",
+        ["WEFT_JOB_MODULES"],
+        ["yourapp.emails", ["yourapp..emails"], [".emails"], [""], [3], None],
+        ("a list of dotted module names",),
+    ),
 ]
 
 
@@ -182,6 +189,9 @@ def test_checks_setting_refused(
         pytest.param({"WEFT_LISTEN_DATABASE": None}, id="E015-listen-off"),
         # E060: queues mapped to either executor.
         pytest.param({"WEFT_QUEUE_EXECUTORS": {"cpu": "process", "io": "thread"}}, id="E060-both"),
+        # E090: modules named as a list or a tuple.
+        pytest.param({"WEFT_JOB_MODULES": ["tests.jobs", "json"]}, id="E090-list"),
+        pytest.param({"WEFT_JOB_MODULES": ("tests.jobs",)}, id="E090-tuple"),
     ],
 )
 def test_checks_settings_accepted(overrides: dict[str, object]) -> None:

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 JobFunction = Callable[..., Any]
 FinishHook = Callable[["Outcome", "FinishContext"], None]
 ConcurrencyKey = Callable[[Mapping[str, Any], "AbstractBaseUser | None"], "str | None"]
-#: Given a name no module registered, the job it stands for (or None): see
-#: :meth:`JobRegistry.add_finder`.
+#: Given a name no module registered, the job it stands for (or None), found without
+#: importing anything: see :meth:`JobRegistry.add_finder`.
 JobFinder = Callable[[str], "Job | None"]
 #: Where a job's runs execute: ``"thread"`` (a thread of the worker) or ``"process"`` (a
 #: child process of the worker's pool, which its timeout can kill).
@@ -107,25 +107,34 @@ class Job:
     ) -> dict[str, Any]:
         """Validate ``args`` and return them in their stored (JSON) form.
 
-        Unknown keys are refused too: a typo in a schedule's args should fail on save,
-        not be dropped silently. A job without an args serializer takes the keyword args
-        its function declares, as JSON values. The serializer finds who the run will
-        run as in ``context["owner"]`` (None: the project's own code), for args only
-        some owners may give (a stored module only its users may call). Args holding a NUL
-        character are refused naming where (:mod:`django_weft.jobs.nul`).
+        Every path that stores args goes through here (a start from Python, the API, a
+        socket or the admin; a bulk start; a schedule's save and fire; a finish hook's
+        chained start; a ``django.tasks`` enqueue), so the storable check is made once,
+        for every kind of job: args holding a value no database stores (a NUL, a lone
+        surrogate, NaN or an infinity) are refused naming its path
+        (:mod:`django_weft.jobs.storable`), before anything is written. What the args
+        must be is :meth:`parse_args`'s to say, which a kind of job overrides.
         """
-        data = {} if args is None else args
-        if not isinstance(data, Mapping):
-            raise InvalidArgs(self.name, {"args": ["Expected an object of named args."]})
-        stored = (
-            self._validate_by_signature(dict(data))
-            if self.args is NoArgs
-            else self._validate_by_serializer(data, owner)
-        )
+        stored = self.parse_args({} if args is None else args, owner)
         found = find_unstorable(stored)
         if found is not None:
             raise InvalidArgs(self.name, {found.where: [found.problem]})
         return stored
+
+    def parse_args(self, data: object, owner: AbstractBaseUser | None) -> dict[str, Any]:
+        """``data`` checked against this job's contract, in its stored (JSON) form.
+
+        Unknown keys are refused too: a typo in a schedule's args should fail on save,
+        not be dropped silently. A job without an args serializer takes the keyword args
+        its function declares, as JSON values. The serializer finds who the run will
+        run as in ``context["owner"]`` (None: the project's own code), for args only
+        some owners may give (a stored module only its users may call).
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidArgs(self.name, {"args": ["Expected an object of named args."]})
+        if self.args is NoArgs:
+            return self._validate_by_signature(dict(data))
+        return self._validate_by_serializer(data, owner)
 
     def _validate_by_serializer(
         self, data: Mapping[str, Any], owner: AbstractBaseUser | None
@@ -240,9 +249,11 @@ class JobRegistry:
     def add_finder(self, finder: JobFinder) -> None:
         """Let ``finder`` name the jobs no module registered; the first it finds is kept.
 
-        A ``django.tasks`` task is stored by its import path and found by importing it
-        (:mod:`django_weft.tasks`), in whatever process first needs it: the worker that
-        claims its runs, the form that saves a schedule of it.
+        A ``django.tasks`` task is stored by its import path and found among the tasks
+        declared in this process (:mod:`django_weft.tasks.declared`), in whatever
+        process first needs it: the worker that claims its runs, the form that saves a
+        schedule of it. A finder is asked about names clients send, so it must never
+        import what a name points at: only what this process defined resolves.
         """
         if finder not in self._finders:
             self._finders.append(finder)

@@ -3,9 +3,11 @@
 ``TASKS = {"default": {"BACKEND": "django_weft.tasks.WeftBackend"}}`` is the whole
 switch. ``enqueue()`` starts a run through the same start step as ``django_weft.start``,
 in the caller's transaction (a run enqueued in ``atomic()`` commits or rolls back with
-it, and no worker sees it before); the worker claims it like any run, imports the task
-at its stored path, and records the outcome; ``get_result()`` reads it back
-(:mod:`django_weft.tasks.results`).
+it, and no worker sees it before); the worker claims it like any run, runs the task
+declared at its stored path, and records the outcome; ``get_result()`` reads it back
+(:mod:`django_weft.tasks.results`). A path resolves only to a task its process defined:
+every app's ``tasks`` module and ``WEFT_JOB_MODULES`` are imported at start-up, and no
+name is ever imported (:mod:`django_weft.tasks.declared`).
 """
 
 from __future__ import annotations
@@ -17,20 +19,22 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 from asgiref.sync import sync_to_async
 from django.apps import apps
+from django.conf import settings
 from django.core import checks
 from django.core.signals import setting_changed
 from django.db import connections
+from django.utils.module_loading import autodiscover_modules, import_string
 
 from django_weft import operations
 from django_weft.engine.starting import StartRequest
 from django_weft.jobs.registry import Job, registry
+from django_weft.tasks.declared import declare, declared_task
 from django_weft.tasks.framework import (
     BaseTaskBackend,
     InvalidTask,
     InvalidTaskBackend,
     TaskResultDoesNotExist,
     normalize_json,
-    task_at,
     task_backends,
     task_enqueued,
 )
@@ -67,12 +71,14 @@ class WeftBackend(BaseTaskBackend):
     supports_priority = True
 
     def validate_task(self, task: AnyTask) -> None:
-        """Django's validation, then weft's options.
+        """Django's validation, then weft's options; a valid task is declared, so that its
+        path resolves in this process (:mod:`django_weft.tasks.declared`).
 
         Called when a task is defined (and copied with ``.using()``) and at every enqueue.
         """
         super().validate_task(task)
         check_options(task)
+        declare(task)
 
     def job_for(self, task: AnyTask) -> TaskJob:
         """The job that runs ``task`` on this backend."""
@@ -175,55 +181,58 @@ def closing(call: Callable[P, R]) -> Callable[P, R]:
     return closed
 
 
-#: Names the finder found no task at, so that pages listing runs of jobs that are gone
-#: do not import them again for every row; forgotten when ``TASKS`` changes, and kept to
-#: :data:`NOT_TASKS_KEPT` names so that made-up names cannot grow it for ever.
-_not_tasks: set[str] = set()
-NOT_TASKS_KEPT = 1000
-
-
 def find_task_job(name: str) -> Job | None:
-    """The job of the task at ``name`` if a ``WeftBackend`` runs it: the registry's finder.
+    """The job of the task declared at ``name``, if a ``WeftBackend`` runs it: the
+    registry's finder.
 
-    A task may live in any module, as Django allows, so the path is imported as a worker
-    of django-tasks-db would; what it names must then be a task of a ``WeftBackend``.
+    A dictionary read: a name nothing declared in this process names no task, whatever
+    module it points at, and nothing is imported to find out (see
+    :mod:`django_weft.tasks.declared`).
     """
-    if name in _not_tasks:
+    task = declared_task(name)
+    if task is None:
         return None
-    found = _find_task_job(name)
-    if found is None:
-        if len(_not_tasks) >= NOT_TASKS_KEPT:
-            _not_tasks.clear()
-        _not_tasks.add(name)
-    return found
-
-
-def _find_task_job(name: str) -> Job | None:
     try:
-        task = task_at(name)
-        backend = task.get_backend() if task is not None else None
-    except (InvalidTaskBackend, ImportError) as error:
+        backend = task.get_backend()
+    except InvalidTaskBackend as error:
         logger.warning("%s cannot run as a task here: %s", name, error)
         return None
-    if task is None or not isinstance(backend, WeftBackend):
-        return None
-    return backend.job_for(task)
+    return backend.job_for(task) if isinstance(backend, WeftBackend) else None
 
 
 def forget_task_jobs(*, setting: str, **kwargs: Any) -> None:
     """``TASKS`` changed (a test's ``override_settings``): each task's job is built again
     from its new backend the next time it is needed."""
     if setting == "TASKS":
-        _not_tasks.clear()
         for job in list(registry):
             if isinstance(job, TaskJob):
                 registry.unregister(job.name)
 
 
+def runs_tasks() -> bool:
+    """Whether ``TASKS`` gives any alias a ``WeftBackend`` (or a subclass of it).
+
+    Read from the setting's import strings, without building a backend: a misconfigured
+    alias is the tasks framework's own check to report, not a start-up crash here.
+    """
+    for config in dict(getattr(settings, "TASKS", {})).values():
+        try:
+            backend = import_string(config["BACKEND"])
+        except (ImportError, KeyError, TypeError):
+            continue
+        if isinstance(backend, type) and issubclass(backend, WeftBackend):
+            return True
+    return False
+
+
 def install() -> None:
-    """Let every process find tasks by path and forget them when ``TASKS`` changes."""
+    """Let every process find tasks by path and forget them when ``TASKS`` changes; where
+    weft runs tasks, declare every installed app's ``tasks`` module's tasks, as the admin
+    imports ``admin`` modules, so that a task path resolves alike in every process."""
     registry.add_finder(find_task_job)
     setting_changed.connect(forget_task_jobs, dispatch_uid="django_weft.tasks.forget")
+    if runs_tasks():
+        autodiscover_modules("tasks")
 
 
-__all__ = ["WeftBackend", "find_task_job", "install", "task_backends"]
+__all__ = ["WeftBackend", "find_task_job", "install", "runs_tasks", "task_backends"]

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from django.utils.module_loading import import_string
-
 try:
     from django.tasks import (
         DEFAULT_TASK_BACKEND_ALIAS,
@@ -98,19 +96,8 @@ __all__ = [
     "default_task_backend",
     "normalize_json",
     "task",
-    "task_at",
     "task_backends",
     "task_enqueued",
     "task_finished",
     "task_started",
 ]
-
-
-def task_at(path: str) -> AnyTask | None:
-    """The ``Task`` that the dotted ``path`` names (importing its module), or None: a path
-    that does not import, or names something that is no task."""
-    try:
-        found: Any = import_string(path)
-    except ImportError:
-        return None
-    return found if isinstance(found, Task) else None

@@ -1,11 +1,12 @@
 """A task as the engine sees it: a :class:`TaskJob`, registered under its module path.
 
 The engine claims, times, retries and finishes runs of registered jobs; a task becomes
-one when its backend first validates it (where it is defined) or when a process first
-needs its path (the worker that claims its runs, a form that saves a schedule of it:
-see :func:`django_weft.tasks.backend.find_task_job`). Its runs store
-``{"args": [...], "kwargs": {...}}``; the job's function imports the task at the stored
-path again on each attempt, so what runs is the code deployed now.
+one when it is first enqueued in a process, or when the process first needs its path (the
+worker that claims its runs, a form that saves a schedule of it): the registry's finder,
+:func:`django_weft.tasks.backend.find_task_job`, looks the path up among the tasks
+declared in this process (:mod:`django_weft.tasks.declared`) and never imports it. Its
+runs store ``{"args": [...], "kwargs": {...}}``; the job's function finds the task
+declared at the stored path again on each attempt, so what runs is the code deployed now.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from django_weft.exceptions import InvalidArgs
 from django_weft.jobs.context import RunContext
 from django_weft.jobs.registry import Job, JobFunction
-from django_weft.tasks.framework import TaskContext, normalize_json, task_at, task_started
+from django_weft.tasks.declared import declared_task
+from django_weft.tasks.framework import TaskContext, normalize_json, task_started
 from django_weft.tasks.results import earlier_attempts, result_of, stored_task
 
 if TYPE_CHECKING:
@@ -36,15 +38,12 @@ ARGS_SHAPE = 'Expected {"args": [...], "kwargs": {...}}.'
 class TaskJob(Job):
     """The job that runs the task at path ``name``; its options come from the task."""
 
-    def validate_args(
-        self, args: Mapping[str, Any] | None, *, owner: AbstractBaseUser | None = None
-    ) -> dict[str, Any]:
+    def parse_args(self, data: object, owner: AbstractBaseUser | None) -> dict[str, Any]:
         """``{"args": [...], "kwargs": {...}}`` as JSON, bound to the task's signature.
 
         A missing, unknown or extra argument is refused here rather than at the first
         attempt, since a call that does not bind fails the same way at every attempt.
         """
-        data = {} if args is None else args
         if not isinstance(data, Mapping) or set(data) - ARGS_KEYS:
             raise InvalidArgs(self.name, {"args": [ARGS_SHAPE]})
         positional, named = data.get("args", []), data.get("kwargs", {})
@@ -56,7 +55,7 @@ class TaskJob(Job):
             )
         except TypeError as error:
             raise InvalidArgs(self.name, {"args": [str(error)]}) from None
-        task = task_at(self.name)
+        task = declared_task(self.name)
         if task is not None:
             signature = inspect.signature(task.func)
             context = [None] if task.takes_context else []
@@ -70,7 +69,7 @@ class TaskJob(Job):
         """The args without the private ones: by name, and by position where the
         signature names the position."""
         private = set(self.private_args)
-        task = task_at(self.name)
+        task = declared_task(self.name)
         names = list(inspect.signature(task.func).parameters) if task is not None else []
         if task is not None and task.takes_context:
             names = names[1:]

@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from django_weft.jobs.tracebacks import class_path_of
 from django_weft.models import Attempt, Run, RunStatus
+from django_weft.tasks.declared import declared_task
 from django_weft.tasks.framework import (
     TaskError,
     TaskResult,
     TaskResultDoesNotExist,
     TaskResultStatus,
-    task_at,
 )
 
 if TYPE_CHECKING:
@@ -95,14 +95,14 @@ def earlier_attempts(run: Run) -> list[Attempt]:
 
 
 def stored_task(run: Run) -> AnyTask:
-    """The task at ``run``'s stored path, as it was enqueued.
+    """The task declared at ``run``'s stored path, as it was enqueued.
 
     A run enqueued with the task's own options (the common case) gets the task itself:
     ``using()`` would make an equal copy, validated again, twice per attempt.
     """
-    task = task_at(run.job)
+    task = declared_task(run.job)
     if task is None:
-        raise TaskResultDoesNotExist(f'run {run.pk}: "{run.job}" no longer names a task')
+        raise TaskResultDoesNotExist(f'run {run.pk}: "{run.job}" names no task declared here')
     stored = (run.priority, run.queue, run.run_after, run.task_backend)
     if stored == (task.priority, task.queue_name, task.run_after, task.backend):
         return task

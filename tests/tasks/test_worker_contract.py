@@ -159,7 +159,7 @@ def test_a_path_that_no_longer_names_a_task_stays_blocked(rehearsal: Rehearsal) 
     run = Run.objects.get(pk=result.id)
     assert (run.status, run.attempt) == (RunStatus.QUEUED, 0)
     assert phase(run) == "blocked"
-    with pytest.raises(TaskResultDoesNotExist, match="no longer names a task"):
+    with pytest.raises(TaskResultDoesNotExist, match="names no task declared here"):
         default_task_backend.get_result(result.id)
 
 

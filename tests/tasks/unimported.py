@@ -1,4 +1,5 @@
-"""A task module nothing imports: only the registry's finder does (tests/tasks/test_finding.py)."""
+"""A task module nothing imports but the test of ``WEFT_JOB_MODULES``
+(tests/tasks/test_finding.py): a name never imports it."""
 
 from __future__ import annotations
 
