@@ -26,6 +26,18 @@ MATRIX = "tests/test_permissions.py"
 #: (an excerpt of the promise sentence, the test that fails when it breaks)
 PROMISES: list[tuple[str, str]] = [
     (
+        "so a name never imports anything",
+        "tests/tasks/test_finding.py::test_a_name_never_imports_the_module_it_points_at",
+    ),
+    (
+        "is an unknown job and its module is not imported",
+        "tests/tasks/test_finding.py::test_a_name_never_imports_the_module_it_points_at",
+    ),
+    (
+        "a malformed name (`.relative`) is looked up the same way",
+        "tests/tasks/test_finding.py::test_a_malformed_name_is_an_unknown_job_not_an_error",
+    ),
+    (
         "A deactivated user owns nothing any more",
         "tests/test_operations.py::test_deactivated_owner_may_no_longer_act_on_what_they_own",
     ),
