@@ -205,7 +205,7 @@ def test_audit_abort_asked_again_is_not_recorded_again(operator: Any) -> None:
 
 def test_audit_start_through_python_is_on_record_once_per_run(operator: Any) -> None:
     """``start_for`` records the new run; a resent key returns that run, recording nothing."""
-    asked = operations.parse_start({"job": "tests.noop"}, key="k-1")
+    asked = operations.parse_start(operator, {"job": "tests.noop"}, key="k-1")
     run, created = operations.start_for(operator, asked)
     assert created
     again, created = operations.start_for(operator, asked)
@@ -479,7 +479,7 @@ def aged_records(days: float) -> None:
 def test_audit_prunejobs_prunes_the_trail_with_the_runs(operator: Any) -> None:
     """``prunejobs --older-than 30d`` deletes records (and weft's admin history) older
     than 30 days, and keeps the newer ones and the rest of the admin's history."""
-    old = operations.start_for(operator, operations.parse_start({"job": "tests.noop"}))[0]
+    old = operations.start_for(operator, operations.parse_start(operator, {"job": "tests.noop"}))[0]
     LogEntry.objects.create(
         user=operator,
         content_type=ContentType.objects.get_for_model(get_user_model()),
@@ -488,7 +488,9 @@ def test_audit_prunejobs_prunes_the_trail_with_the_runs(operator: Any) -> None:
         action_flag=CHANGE,
     )
     aged_records(40)
-    recent = operations.start_for(operator, operations.parse_start({"job": "tests.noop"}))[0]
+    recent = operations.start_for(
+        operator, operations.parse_start(operator, {"job": "tests.noop"})
+    )[0]
     AuditRecord.objects.filter(object_id=str(recent.pk)).update(at=clocks.now())
     LogEntry.objects.filter(object_id=str(recent.pk)).update(action_time=clocks.now())
     out = StringIO()

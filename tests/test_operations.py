@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.utils import timezone
 
@@ -285,17 +286,25 @@ def test_run_end_flushes_a_throttle_the_job_did_not_stop() -> None:
 # -- the start validator ----------------------------------------------------------------------
 
 
+def starter() -> Any:
+    """A user who may start runs."""
+    user = get_user_model().objects.create_user("starter")
+    user.user_permissions.add(Permission.objects.get(codename="add_run"))
+    return get_user_model().objects.get(pk=user.pk)
+
+
 def test_parse_start_names_every_bad_field_at_once() -> None:
     """A start's input with several problems is refused naming each field, nothing written."""
+    user = starter()
     with pytest.raises(ValidationError) as refused:
-        parse_start({"job": " ", "args": [1]}, key_field="request_id")
+        parse_start(user, {"job": " ", "args": [1]}, key_field="request_id")
     assert refused.value.message_dict == {
         "job": ["This field may not be blank."],
         "args": ['Expected a dictionary of items but got type "list".'],
         "request_id": ["This field is required."],
     }
     with pytest.raises(ValidationError) as not_an_object:
-        parse_start(["tests.noop"])
+        parse_start(user, ["tests.noop"])
     assert not_an_object.value.message_dict == {
         NON_FIELD_ERRORS: ["Expected an object, but got list."]
     }
@@ -304,17 +313,28 @@ def test_parse_start_names_every_bad_field_at_once() -> None:
 
 def test_parse_start_reads_the_job_its_args_and_the_key() -> None:
     """A good input names a deployed job; the key is the given one, or the data's own field."""
-    request = parse_start({"job": " shell.run ", "args": {"command": "ls", "lines": 1}}, key="k")
+    user = starter()
+    request = parse_start(
+        user, {"job": " shell.run ", "args": {"command": "ls", "lines": 1}}, key="k"
+    )
     assert (request.job, request.args, request.key, request.owner) == (
         shell,
         {"command": "ls", "lines": 1},
         "k",
         None,
     )
-    framed = parse_start({"job": "tests.noop", "request_id": "r-1"}, key_field="request_id")
+    framed = parse_start(user, {"job": "tests.noop", "request_id": "r-1"}, key_field="request_id")
     assert (framed.job.name, framed.args, framed.key) == ("tests.noop", {}, "r-1")
     with pytest.raises(UnknownJob):
-        parse_start({"job": "tests.nope"})
+        parse_start(user, {"job": "tests.nope"})
+
+
+def test_parse_start_refuses_a_user_who_may_not_start_runs_before_reading_anything() -> None:
+    """Whatever the input, one without add_run is refused first: no job is looked up."""
+    guest = get_user_model().objects.create_user("guest")
+    for data in ({"job": "tests.nope"}, {"job": ".x"}, ["tests.noop"], {"x": 1}):
+        with pytest.raises(Forbidden, match=r"needs django_weft\.add_run"):
+            parse_start(guest, data)
 
 
 def test_start_request_refuses_a_priority_out_of_range() -> None:

@@ -30,7 +30,7 @@ from django.contrib.auth.models import AnonymousUser, Permission
 from django.test import Client
 from rest_framework.test import APIClient
 
-from django_weft import operations
+from django_weft import access, operations
 from django_weft.exceptions import Forbidden
 from django_weft.live import projections
 from django_weft.models import Document, Module, PausedQueue, Run, RunStatus, Schedule
@@ -473,7 +473,7 @@ def through_python(world: World, operation: str, user: Any) -> str:
                 projections.run_for(user, world.run)
             )
         if operation == "start":
-            operations.start_for(user, operations.parse_start({"job": "tests.noop"}))
+            operations.start_for(user, operations.parse_start(user, {"job": "tests.noop"}))
         elif operation == "abort":
             operations.abort_for(user, world.run)
         elif operation == "run_now":
@@ -570,3 +570,31 @@ def test_pausing_a_queue_needs_its_permission(world: World) -> None:
     assert operations.pause_queue_for(boss, "default") is True
     assert operations.pause_queue_for(boss, "default") is False
     assert operations.resume_queue_for(boss, "default") is True
+
+
+#: Each rule of :mod:`django_weft.access` that work on many rows asks, and its queryset twin.
+NARROWINGS = [
+    pytest.param(access.sees_run_in_full, access.runs_seen_in_full, id="see-in-full"),
+    pytest.param(access.may_abort_run, access.abortable_runs, id="abort"),
+    pytest.param(access.may_delete_run, access.deletable_runs, id="delete"),
+]
+
+
+@pytest.mark.parametrize(("predicate", "narrowing"), NARROWINGS)
+def test_each_narrowing_keeps_exactly_the_runs_its_rule_allows(
+    world: World, predicate: Any, narrowing: Any
+) -> None:
+    """For every principal, the queryset a bulk action by filter starts from holds exactly
+    the runs the single action's rule allows: the owner's, another user's, one without
+    owner, and one of a deactivated user (who owns nothing any more)."""
+    gone = world.users["deactivated"]
+    get_user_model().objects.filter(pk=gone.pk).update(is_active=False)
+    start("tests.noop")  # no owner: the project's own
+    start("tests.noop", owner=gone)
+    users = {**world.users, "deactivated": get_user_model().objects.get(pk=gone.pk)}
+    runs = list(Run.objects.select_related("owner"))
+    assert len(runs) == 4
+    for principal, user in users.items():
+        allowed = {run.pk for run in runs if predicate(user, run)}
+        narrowed = set(narrowing(user, Run.objects.all()).values_list("pk", flat=True))
+        assert narrowed == allowed, principal

@@ -26,6 +26,7 @@ from django_weft.access import sees_schedule_in_full
 from django_weft.exceptions import Forbidden
 from django_weft.live import projections
 from django_weft.models import Run, RunStatus, Schedule
+from django_weft.models.run import MAX_PRIORITY, MIN_PRIORITY
 
 if TYPE_CHECKING:
     from django_weft.access import User
@@ -231,14 +232,31 @@ class ScheduleViewSerializer(ViewerSerializer[Schedule]):
 
 
 class RunStartSerializer(serializers.Serializer[Any]):
-    """The body of a start: the job's name and its args (checked by the job's own serializer).
+    """The body of a start: the job's name and its args (checked by the job's own
+    serializer), and optionally the run's priority, queue and moment it may begin.
 
     It describes the body for the schema and the browsable API's form; the body itself is
-    checked by :func:`django_weft.operations.parse_start`, as a socket's start frame is.
+    checked by :func:`django_weft.operations.parse_start`, as a socket's start frame is,
+    which refuses any other key naming it.
     """
 
-    job = serializers.CharField(max_length=200)
+    job = serializers.CharField(max_length=operations.JOB_NAME_LENGTH)
     args = serializers.DictField(required=False, default=dict)
+    priority = serializers.IntegerField(
+        required=False,
+        min_value=MIN_PRIORITY,
+        max_value=MAX_PRIORITY,
+        help_text="Higher is claimed first; the job's priority when left out.",
+    )
+    queue = serializers.CharField(
+        required=False,
+        max_length=operations.QUEUE_NAME_LENGTH,
+        help_text="The job's queue when left out; another queue needs django_weft.pause_queue.",
+    )
+    not_before = serializers.DateTimeField(
+        required=False,
+        help_text="No worker claims the run before this moment (ISO 8601 with its offset).",
+    )
 
 
 class NoBodySerializer(serializers.Serializer[Any]):

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import NON_FIELD_ERRORS, RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpRequest
@@ -40,7 +40,7 @@ from rest_framework.settings import api_settings
 from django_weft import operations
 from django_weft.api import schema as _schema  # noqa: F401  (registers the schema extension)
 from django_weft.api.bulk import parse_selection
-from django_weft.api.parsers import BoundedJSONParser
+from django_weft.api.parsers import BodyTooLarge, BoundedJSONParser, body_limit, refuse_oversize
 from django_weft.api.run_filters import filter_runs
 from django_weft.api.serializers import (
     BulkResultSerializer,
@@ -146,8 +146,9 @@ class DatabaseUnavailable(APIException):
 
 class WeftViewSetMixin:
     """What every API view shares: what it asks of the service layer is on record as
-    coming through the API, a database outage answers 503, not 500, and a JSON body
-    nested too deeply 400 (:mod:`django_weft.api.parsers`), not 500.
+    coming through the API, a database outage answers 503, not 500, a JSON body nested
+    too deeply 400 and a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` a JSON 413
+    (:mod:`django_weft.api.parsers`), not a 500 or Django's HTML 400.
 
     Nothing was written (the transaction could not commit), so a client may resend; with
     an ``Idempotency-Key`` a resent start can never make a second run.
@@ -159,6 +160,12 @@ class WeftViewSetMixin:
         with operations.entry_point("api"):
             response: HttpResponseBase = super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
         return response
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        """Refuse a body too large by its length before anything reads it (the
+        authentication's CSRF check of a form included)."""
+        refuse_oversize(request)
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
 
     def get_parsers(self) -> list[BaseParser]:
         """The project's parsers, DRF's JSON parser replaced by the bounded one."""
@@ -173,6 +180,10 @@ class WeftViewSetMixin:
             response: Response = super().handle_exception(DatabaseUnavailable())  # type: ignore[misc]
             response["Retry-After"] = str(RETRY_AFTER_OUTAGE)
             return response
+        if isinstance(exc, RequestDataTooBig):
+            # Django's refusal of a body whose size it found while reading it (no
+            # Content-Length to go by); left alone, its HTML 400 and a logged traceback.
+            exc = BodyTooLarge(body_limit() or 0)
         handled: Response = super().handle_exception(exc)  # type: ignore[misc]
         return handled
 
@@ -278,7 +289,7 @@ class RunViewSet(
         """
         with refusals():
             asked = operations.parse_start(
-                request.data, key=request.headers.get(IDEMPOTENCY_HEADER)
+                request.user, request.data, key=request.headers.get(IDEMPOTENCY_HEADER)
             )
             run, created = operations.start_for(request.user, asked)
         return self.reply(run, status.HTTP_201_CREATED if created else status.HTTP_200_OK)

@@ -55,7 +55,10 @@ from django_weft.operations.modules import approve_module_for, delete_module_for
 from django_weft.operations.queues import pause_queue_for, resume_queue_for
 from django_weft.operations.refusals import REFUSALS, describe_refusal
 from django_weft.operations.runs import (
+    JOB_NAME_LENGTH,
+    QUEUE_NAME_LENGTH,
     REQUEST_ID_LENGTH,
+    START_FIELDS,
     aabort,
     abort,
     abort_for,
@@ -85,9 +88,12 @@ from django_weft.operations.schedules import (
 
 __all__ = [
     "BULK_ACTIONS",
+    "JOB_NAME_LENGTH",
     "MAX_BULK_IDS",
+    "QUEUE_NAME_LENGTH",
     "REFUSALS",
     "REQUEST_ID_LENGTH",
+    "START_FIELDS",
     "WHAT_RUNS",
     "BulkResult",
     "StartRequest",

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
+from django.utils.dateparse import parse_datetime
+from django.utils.timezone import is_naive
 from django.utils.translation import gettext as _
 
 from django_weft import access
@@ -21,7 +24,7 @@ from django_weft.exceptions import (
     RunNotFinished,
     RunNotFound,
 )
-from django_weft.jobs.registry import Job, registry
+from django_weft.jobs.registry import Job, check_priority, registry
 from django_weft.live import publisher
 from django_weft.live.changes import Changes
 from django_weft.models import (
@@ -40,37 +43,68 @@ from django_weft.operations.base import as_owner, record, require, signed_in
 REQUEST_ID_LENGTH = 150
 #: The longest job name a client may send, as the run stores it.
 JOB_NAME_LENGTH = cast(int, Run._meta.get_field("job").max_length)
+#: The longest queue name a client may send, as the run stores it.
+QUEUE_NAME_LENGTH = cast(int, Run._meta.get_field("queue").max_length)
+#: The fields a start's input may have (a socket's frame adds its ``request_id``).
+START_FIELDS = ("job", "args", "priority", "queue", "not_before")
+#: A moment as a start's ``not_before`` takes it, for its error messages.
+_EXAMPLE_MOMENT = "2026-01-31T09:00:00Z or 2026-01-31T10:00:00+01:00"
 
 
 def parse_start(
-    data: object, *, key: str | None = None, key_field: str | None = None
+    user: User, data: object, *, key: str | None = None, key_field: str | None = None
 ) -> StartRequest:
-    """The start a client's ``data`` asks for: ``{"job": <name>, "args": {...}}``.
+    """The start ``user`` asks for with ``data``: ``{"job": <name>, "args": {...}}``,
+    optionally ``priority``, ``queue`` and ``not_before``.
 
     The one check of a start's input, for the API's body and the socket's frame alike.
-    ``args`` may be left out (no args). The idempotency key is ``key`` (the API's comes
-    in a header) or, with ``key_field``, that field of ``data``, which is then required
-    (a socket's ``request_id``). Raises ``ValidationError`` naming every bad field, then
-    :class:`~django_weft.exceptions.UnknownJob` for a job this process does not have.
-    The owner is left out: the checked call that starts it (:func:`start_for`) sets it.
+    First it refuses a ``user`` who may not start runs (:func:`require_start`), so that
+    nothing about the job is looked up for them. ``args`` may be left out (no args); a
+    field it does not know is refused, naming the ones it does, as the run list refuses
+    an unknown filter. ``priority`` is a whole number from -100 to 100 (it only orders
+    claims); ``queue`` is the job's own, or any queue for a user with
+    ``django_weft.pause_queue`` (see docs/design-decisions.md); ``not_before`` is an
+    ISO 8601 moment with its offset, before which no worker claims the run. The
+    idempotency key is ``key`` (the API's comes in a header) or, with ``key_field``,
+    that field of ``data``, which is then required (a socket's ``request_id``).
+
+    Raises :class:`~django_weft.exceptions.Forbidden`, then ``ValidationError`` naming
+    every bad field, then :class:`~django_weft.exceptions.UnknownJob` for a job this
+    process does not have, then ``ValidationError`` for a queue the job and the user do
+    not allow. The owner is left out: the checked call that starts it
+    (:func:`start_for`) sets it.
     """
+    require_start(user)
     if not isinstance(data, Mapping):
         raise ValidationError(
             {NON_FIELD_ERRORS: [f"Expected an object, but got {type(data).__name__}."]}
         )
-    errors: dict[str, list[str]] = {}
+    accepted = sorted({*START_FIELDS, *([key_field] if key_field is not None else [])})
+    errors: dict[str, list[str]] = {
+        str(name): [f"Unknown field; a start accepts: {', '.join(accepted)}."]
+        for name in data
+        if name not in accepted
+    }
     job = _text(data, "job", JOB_NAME_LENGTH, errors)
     args = data.get("args", {})
     if args is None:
         errors["args"] = ["This field may not be null."]
     elif not isinstance(args, Mapping):
         errors["args"] = [f'Expected a dictionary of items but got type "{type(args).__name__}".']
+    priority = _priority(data, errors)
+    queue = _text(data, "queue", QUEUE_NAME_LENGTH, errors) if "queue" in data else None
+    not_before = _moment(data, "not_before", errors)
     if key_field is not None:
         key = _text(data, key_field, REQUEST_ID_LENGTH, errors)
     if errors:
         raise ValidationError(errors)
     assert job is not None
-    return StartRequest(registry.get(job), args, key=key)
+    chosen = registry.get(job)
+    if queue is not None:
+        _check_queue(user, chosen, queue)
+    return StartRequest(
+        chosen, args, key=key, priority=priority, queue=queue, not_before=not_before
+    )
 
 
 def _text(
@@ -91,6 +125,63 @@ def _text(
     else:
         return value.strip()
     return None
+
+
+def _priority(data: Mapping[str, Any], errors: dict[str, list[str]]) -> int | None:
+    """The ``priority`` of ``data`` if given (None: the job's); its problem goes to ``errors``."""
+    if "priority" not in data:
+        return None
+    value = data["priority"]
+    if isinstance(value, bool) or not isinstance(value, int):
+        kind = "null" if value is None else type(value).__name__
+        errors["priority"] = [f"Expected a whole number, not {kind}."]
+        return None
+    try:
+        return check_priority(value)
+    except ValueError as error:
+        errors["priority"] = [str(error)]
+    return None
+
+
+def _moment(data: Mapping[str, Any], name: str, errors: dict[str, list[str]]) -> datetime | None:
+    """The moment ``name`` of ``data`` if given, in UTC; its problem goes to ``errors``.
+
+    ISO 8601 text with its offset (``Z``, ``+02:00``): a moment without one would be
+    read in some zone the client did not choose.
+    """
+    if name not in data:
+        return None
+    value = data[name]
+    if not isinstance(value, str):
+        kind = "null" if value is None else type(value).__name__
+        errors[name] = [f"Expected an ISO 8601 moment as text, not {kind}."]
+        return None
+    try:
+        moment = parse_datetime(value.strip())
+        if moment is not None and not is_naive(moment):
+            return moment.astimezone(UTC)
+    except (ValueError, OverflowError):
+        moment = None
+    if moment is None:
+        errors[name] = [f"Expected an ISO 8601 moment, such as {_EXAMPLE_MOMENT}."]
+    else:
+        errors[name] = [f"Give the moment's offset from UTC, such as {_EXAMPLE_MOMENT}."]
+    return None
+
+
+def _check_queue(user: User, job: Job, queue: str) -> None:
+    """Refuse ``queue`` for a start of ``job`` by ``user``, unless the job allows it.
+
+    The job's own queue is always allowed; another one needs ``pause_queue``, held by
+    the operators who decide which queues run: a queue decides which workers (and, for a
+    job that names no executor, which executor) take the run.
+    """
+    if queue == job.queue or user.has_perm(access.PAUSE_QUEUE):
+        return
+    problem = (
+        f'Job "{job.name}" runs on queue "{job.queue}"; another queue needs {access.PAUSE_QUEUE}.'
+    )
+    raise ValidationError({"queue": [problem]})
 
 
 # Trusted calls: the caller has decided who may do this.

@@ -11,12 +11,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
 from django_weft import access, operations
 from django_weft.access import User
 from django_weft.conf import weft_settings
-from django_weft.engine.starting import StartRequest
 from django_weft.live import projections
 from django_weft.models import Document, Run
 from django_weft.models.run import RunQuerySet
@@ -50,11 +50,17 @@ def page(user: User, after: uuid.UUID) -> tuple[Views, str | None]:
     return _views(user, runs), following
 
 
-def start(user: User, request: StartRequest) -> dict[str, Any]:
-    """Start ``request`` as ``user``; the run as they see it."""
+def start(user: User, fields: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """Start what a ``start`` frame's ``fields`` ask for, as ``user``: its ``request_id``
+    (the run's idempotency key) and the run as they see it."""
     with refusals(), operations.entry_point("socket"):
+        try:
+            request = operations.parse_start(user, fields, key_field="request_id")
+        except ValidationError as error:
+            # Worded as the other frames' field errors are (``invalid abort frame``).
+            raise FrameError("invalid", "invalid start frame", fields=error.message_dict) from None
         run, _created = operations.start_for(user, request)
-    return projections.run_for(user, _with_views().get(pk=run.pk))
+    return request.key, projections.run_for(user, _with_views().get(pk=run.pk))
 
 
 def abort(user: User, run_id: uuid.UUID) -> None:

@@ -27,7 +27,6 @@ from django.db import DatabaseError, InterfaceError
 from django.utils.translation import gettext as _
 
 from django_weft.conf import weft_settings
-from django_weft.engine.starting import StartRequest
 from django_weft.live import publisher
 from django_weft.sockets import actions, frames, revocation
 from django_weft.sockets.frames import FrameError
@@ -197,9 +196,9 @@ class RunsConsumer(OutageProofConsumer):
             | error.details
         )
 
-    async def handle_start(self, request: StartRequest) -> None:
-        run = await database_sync_to_async(actions.start)(self.user, request)
-        await self.send_json({"type": "started", "request_id": request.key, "run": run})
+    async def handle_start(self, fields: dict[str, Any]) -> None:
+        request_id, run = await database_sync_to_async(actions.start)(self.user, fields)
+        await self.send_json({"type": "started", "request_id": request_id, "run": run})
 
     async def handle_abort(self, frame: dict[str, Any]) -> None:
         await database_sync_to_async(actions.abort)(self.user, frame["run"])

@@ -1,10 +1,12 @@
 """The frames a client sends: read, checked, and refused with an ``error`` frame's words.
 
 Frames are JSON objects with a ``type`` (see docs/live.md). :func:`parse` reads the text,
-:func:`read` checks the frame's fields for its type. A start is checked by the one start
+:func:`read` checks the frame's fields for its type. A start's fields are checked later,
+in the database thread (:func:`django_weft.sockets.actions.start`), by the one start
 validator (:func:`django_weft.operations.parse_start`, the API's as well), with the
-frame's ``request_id`` as its idempotency key. Whatever is refused raises
-:class:`FrameError`, which the socket sends back as an ``error`` frame.
+frame's ``request_id`` as its idempotency key: it asks first whether the user may start
+runs at all. Whatever is refused raises :class:`FrameError`, which the socket sends back
+as an ``error`` frame.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from rest_framework import serializers
 
 from django_weft import operations
 from django_weft.conf import weft_settings
-from django_weft.engine.starting import StartRequest
 from django_weft.exceptions import WeftError
 from django_weft.jobs.registry import flatten_errors
 
@@ -110,7 +111,7 @@ def request_id(frame: dict[str, Any]) -> str | None:
 
 
 def read(frame: dict[str, Any]) -> tuple[str, Any]:
-    """The frame's type and its checked fields (a :class:`StartRequest` for a start)."""
+    """The frame's type and its checked fields (a start's as sent: see :func:`_start`)."""
     kind = frame.get("type")
     if not isinstance(kind, str) or kind not in READERS:
         known = ", ".join(sorted(READERS))
@@ -118,13 +119,10 @@ def read(frame: dict[str, Any]) -> tuple[str, Any]:
     return kind, READERS[kind]({name: value for name, value in frame.items() if name != "type"})
 
 
-def _start(fields: dict[str, Any]) -> StartRequest:
-    try:
-        return operations.parse_start(fields, key_field="request_id")
-    except ValidationError as error:
-        raise FrameError("invalid", "invalid start frame", fields=error.message_dict) from None
-    except operations.REFUSALS as error:
-        raise refusal(error) from None
+def _start(fields: dict[str, Any]) -> dict[str, Any]:
+    """A start's fields as sent: read by :func:`django_weft.operations.parse_start` in the
+    database thread, once the user was found to be allowed to start runs."""
+    return fields
 
 
 def _checked_by(

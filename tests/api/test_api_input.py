@@ -1,22 +1,29 @@
-"""Hostile bodies: JSON nested past the API's limit is a 400 naming the limit, not a 500.
+"""Hostile bodies: JSON nested past the API's limit is a 400 naming the limit, not a 500,
+and a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` a JSON 413, read no further than the limit.
 
 Python's JSON decoder recurses once per array or object, so a body 100,000 deep used to
-end in ``RecursionError`` (a 500). Every refusal is checked to have written nothing.
+end in ``RecursionError`` (a 500); an oversize body got Django's HTML 400 page and an
+ERROR with a traceback in the log. Every refusal is checked to have written nothing.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import logging
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.core.handlers.asgi import ASGIRequest
+from django.core.handlers.wsgi import WSGIRequest
+from django.test import Client, override_settings
 from rest_framework.exceptions import ParseError
-from rest_framework.test import APIClient
+from rest_framework.test import APIClient, force_authenticate
 
-from django_weft.api.parsers import MAX_JSON_DEPTH, BoundedJSONParser, nests_deeper
+from django_weft.api.parsers import MAX_JSON_DEPTH, BodyTooLarge, BoundedJSONParser, nests_deeper
+from django_weft.api.views import RunViewSet
 from django_weft.models import Run, Schedule
 
 pytestmark = pytest.mark.django_db
@@ -119,3 +126,132 @@ def test_api_parser_reads_the_body_as_drf_does() -> None:
         parser.parse(io.BytesIO(b"[" * 65 + b"]" * 65))
     with pytest.raises(ParseError, match="JSON parse error"):
         parser.parse(io.BytesIO(b'"\xff"'))
+
+
+# -- bodies over DATA_UPLOAD_MAX_MEMORY_SIZE ---------------------------------------------------
+
+LIMIT = 1000
+TOO_LARGE = {
+    "detail": (
+        f"The request body is larger than {LIMIT} bytes, the most this API accepts "
+        "(DATA_UPLOAD_MAX_MEMORY_SIZE)."
+    ),
+    "code": "too_large",
+}
+
+
+def oversize_start() -> str:
+    return json.dumps({"job": "tests.anything", "args": {"x": "a" * LIMIT}})
+
+
+def no_traceback(records: list[logging.LogRecord]) -> bool:
+    """Nothing logged at ERROR, and nothing with a traceback."""
+    return not [r for r in records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=LIMIT)
+def test_api_body_over_the_limit_is_a_json_413_with_no_traceback_logged(
+    owner: APIClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Django's own refusal was its HTML 400 page and an ERROR with a traceback."""
+    with caplog.at_level(logging.DEBUG):
+        response = send(owner, "post", RUNS, oversize_start())
+        schedule = send(owner, "post", SCHEDULES, oversize_start())
+    assert (response.status_code, response["Content-Type"]) == (413, "application/json")
+    assert response.json() == TOO_LARGE
+    assert (schedule.status_code, schedule.json()) == (413, TOO_LARGE)
+    assert no_traceback(caplog.records), [r.getMessage() for r in caplog.records]
+    assert not Run.objects.exists()
+    assert not Schedule.objects.exists()
+
+
+def test_api_body_too_deep_is_a_json_400_with_no_traceback_logged(
+    owner: APIClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG):
+        response = send(owner, "post", RUNS, "[" * 100_000 + "]" * 100_000)
+    assert (response.status_code, response["Content-Type"]) == (400, "application/json")
+    assert response.json() == {"detail": TOO_DEEP}
+    assert no_traceback(caplog.records), [r.getMessage() for r in caplog.records]
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=LIMIT)
+def test_api_form_body_over_the_limit_is_refused_before_the_csrf_check_reads_it() -> None:
+    """A form's CSRF check reads the body (a signed-in browser's session): a body over the
+    limit is refused by its length before that, with the same JSON 413."""
+    user = get_user_model().objects.create_user("browser")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    response = client.post(RUNS, {"job": "tests.noop", "args": "a" * LIMIT})
+    assert (response.status_code, response.json()) == (413, TOO_LARGE)
+    assert not Run.objects.exists()
+
+
+class Endless(io.RawIOBase):
+    """A request body that never ends, counting what is read of it."""
+
+    def __init__(self) -> None:
+        self.read_bytes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        buffer[:] = b"[" * len(buffer)
+        self.read_bytes += len(buffer)
+        return len(buffer)
+
+
+def start_view() -> Any:
+    return RunViewSet.as_view({"post": "create"})
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=LIMIT)
+def test_api_body_whose_length_is_over_the_limit_is_not_read_at_all() -> None:
+    body = Endless()
+    request = WSGIRequest(
+        {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": RUNS,
+            "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(10**12),
+            "wsgi.input": body,
+            "SERVER_NAME": "testserver",
+            "SERVER_PORT": "80",
+        }
+    )
+    force_authenticate(request, get_user_model().objects.create_user("o"))
+    response = start_view()(request)
+    assert (response.status_code, response.data) == (413, TOO_LARGE)
+    assert body.read_bytes == 0
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=LIMIT)
+def test_api_body_found_over_the_limit_while_read_is_a_json_413() -> None:
+    """A body longer than its Content-Length says (ASGI keeps the whole body it was
+    sent): Django's refusal as it reads it becomes the same 413."""
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": RUNS,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", b"12")],
+    }
+    request = ASGIRequest(scope, io.BytesIO(oversize_start().encode()))
+    user = get_user_model().objects.create_user("o")
+    user.user_permissions.add(Permission.objects.get(codename="add_run"))
+    force_authenticate(request, get_user_model().objects.get(pk=user.pk))
+    response = start_view()(request)
+    assert (response.status_code, response.data) == (413, TOO_LARGE)
+    assert not Run.objects.exists()
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=LIMIT)
+def test_api_parser_reads_at_most_one_byte_past_the_limit() -> None:
+    """Given a stream of any length, the parser stops one byte past the limit."""
+    stream = io.BytesIO(b"[" * (50 * LIMIT))
+    with pytest.raises(BodyTooLarge):
+        BoundedJSONParser().parse(stream)
+    assert stream.tell() == LIMIT + 1
+    at_limit = json.dumps({"x": "a" * (LIMIT - 9)}).encode()
+    assert len(at_limit) == LIMIT
+    assert BoundedJSONParser().parse(io.BytesIO(at_limit)) == {"x": "a" * (LIMIT - 9)}
