@@ -2,7 +2,8 @@
 
 Each run is judged for the acting user as its single action judges it; refused runs are
 counted by reason and left as they were; batches are their own transactions; a retry
-links to the run it retries and keeps its schedule.
+links to the run it retries and keeps its schedule. A filter is narrowed to the runs the
+user may act on before any run is read, and has a cap.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.checks import run_checks
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from django_weft import operations
 from django_weft.models import AuditAction, AuditRecord, Document, Run, RunStatus, Schedule
-from django_weft.operations import bulk_for, parse_ids, start
+from django_weft.operations import bulk_for, parse_ids, start, start_many
+from django_weft.operations.bulk import MAX_FILTER_RUNS
 from django_weft.signals import run_started
 from example_project.shell.jobs import shell
 from tests.jobs import noop, sleep
@@ -172,6 +176,86 @@ def test_bulk_delete_needs_ownership_or_delete_run_and_a_finished_run() -> None:
     assert (deleted.object_id, deleted.actor) == (str(mine.pk), owner)
     operator = user("operator", "delete_run")
     assert bulk_for(operator, "delete", matching=Run.objects.filter(pk=again.pk)).done == 1
+
+
+def savepoints(captured: CaptureQueriesContext) -> int:
+    """How many savepoints the captured queries opened: one per run judged on its own."""
+    return sum(query["sql"].upper().startswith("SAVEPOINT") for query in captured.captured_queries)
+
+
+def test_bulk_by_filter_without_the_permission_reads_no_run() -> None:
+    """A user who owns none of the 40 matching runs and lacks delete_run is told that all
+    40 are forbidden in two queries (their count, and the count of theirs), with no
+    transaction and no run read; nothing is deleted or recorded. Their permissions are
+    read once beforehand, as the request that asks reads them."""
+    others = user("others", "add_run")
+    for _ in range(40):
+        finished(others)
+    nobody = user("nobody")
+    nobody.get_all_permissions()
+    with CaptureQueriesContext(connection) as captured:
+        result = bulk_for(nobody, "delete", matching=Run.objects.all())
+    assert len(captured.captured_queries) <= 2, [q["sql"] for q in captured.captured_queries]
+    assert savepoints(captured) == 0
+    assert (result.done, result.refused, result.batches) == (0, 40, 0)
+    assert {code: reason.count for code, reason in result.reasons.items()} == {"forbidden": 40}
+    assert result.reasons["forbidden"].detail == (
+        "you may not delete runs that are not yours (needs django_weft.delete_run)"
+    )
+    assert Run.objects.count() == 40
+    assert not AuditRecord.objects.exists()
+
+
+def test_bulk_retry_by_filter_without_add_run_is_one_query() -> None:
+    """Retrying needs add_run whoever owns the run: without it, even the user's own runs
+    are refused, counted in one query."""
+    owner = user("owner")
+    for _ in range(5):
+        finished(owner)
+    owner.get_all_permissions()
+    with CaptureQueriesContext(connection) as captured:
+        result = bulk_for(owner, "retry", matching=Run.objects.all())
+    assert len(captured.captured_queries) == 1
+    assert (result.done, result.refused) == (0, 5)
+    assert result.reasons["forbidden"].detail == (
+        "you may not retry runs (needs django_weft.add_run)"
+    )
+    assert not Run.objects.filter(retry_of__isnull=False).exists()
+
+
+def test_bulk_by_filter_reads_only_the_users_own_runs() -> None:
+    """Of 40 matching runs, the user's 3 are aborted, each judged on its own (a savepoint
+    each); the other 37 are counted as forbidden without being judged one by one."""
+    owner, others = user("owner"), user("others")
+    mine = [start(sleep, {"seconds": 60}, owner=owner) for _ in range(3)]
+    for _ in range(37):
+        start(sleep, {"seconds": 60}, owner=others)
+    with CaptureQueriesContext(connection) as captured:
+        result = bulk_for(owner, "abort", matching=Run.objects.all())
+    assert (result.done, result.refused) == (3, 37)
+    assert result.reasons["forbidden"].detail == (
+        "you may not abort runs that are not yours (needs django_weft.change_run)"
+    )
+    assert savepoints(captured) < 37
+    aborted = Run.objects.filter(status=RunStatus.ABORTED)
+    assert set(aborted.values_list("pk", flat=True)) == {run.pk for run in mine}
+
+
+def test_bulk_by_filter_over_the_cap_is_refused_naming_it() -> None:
+    """A filter matching more than MAX_FILTER_RUNS runs is refused as a whole, naming the
+    cap; nothing is done and nothing recorded. A filter narrowed below it goes on."""
+    owner = user("owner", "add_run")
+    runs = start_many(noop, [{}] * (MAX_FILTER_RUNS + 1), owner=owner)
+    with pytest.raises(ValidationError) as refused:
+        bulk_for(owner, "abort", matching=Run.objects.all())
+    assert refused.value.messages == [
+        "This filter matches more than 10000 runs, the most one bulk action by filter "
+        "takes; narrow the filter (by status, job, owner or time) and repeat it, or name "
+        "the runs by id."
+    ]
+    assert not Run.objects.exclude(status=RunStatus.QUEUED).exists()
+    assert not AuditRecord.objects.exists()
+    assert bulk_for(owner, "abort", matching=Run.objects.filter(pk=runs[0].pk)).done == 1
 
 
 def test_parse_ids_names_what_is_wrong() -> None:

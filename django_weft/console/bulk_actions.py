@@ -7,7 +7,9 @@ done to each run is :func:`django_weft.operations.bulk_for`'s, for the signed-in
 
 Retrying or aborting the ticked rows happens at once, as the abort action always has;
 deleting, and any action on all matching runs, first shows a confirmation page that
-names the count and the filter in words, and posts the same selection back.
+names the count and the filter in words, and posts the same selection back. Either way
+the runs the user may not act on are counted, not judged one by one, and a filter that
+matches more than ``MAX_FILTER_RUNS`` runs is refused naming it (the service layer's).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from django.utils.translation import gettext, gettext_lazy, ngettext
 from django_weft import operations
 from django_weft.console.refusals import act
 from django_weft.models import Run
+from django_weft.operations.bulk import MAX_FILTER_RUNS
 
 if TYPE_CHECKING:
     from django.contrib.admin import ModelAdmin
@@ -93,6 +96,7 @@ def confirmation(
         "action_name": f"{action}_action",
         "selected": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),
         "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        "most": MAX_FILTER_RUNS,
         "media": page.media,
     }
     return TemplateResponse(request, "admin/django_weft/run/bulk_confirmation.html", context)

@@ -1,10 +1,18 @@
 """Retry, abort or delete many runs at once: the selected ones, or all that match a filter.
 
-Each run goes through the same checked call a single run does (:func:`retry_for`,
-:func:`abort_for`, :func:`delete_run_for`), so its permission and state are judged for
-the acting user one run at a time, and each one is on record. A run that is refused is
-counted with the reason, and the others go on: a bulk action is never refused as a
-whole for one run. Each run is done entirely or not at all (a savepoint of its own).
+Each run is done through the same checked call a single run goes through
+(:func:`retry_for`, :func:`abort_for`, :func:`delete_run_for`), so its permission and
+state are judged for the acting user one run at a time, and each one is on record. A
+run that is refused is counted with the reason, and the others go on: a bulk action is
+never refused as a whole for one run. Each run is done entirely or not at all (a
+savepoint of its own).
+
+Runs chosen by a filter are narrowed first to those the user may act on, as a filter of
+the query (the rules of :mod:`django_weft.access`, in their queryset form): the others
+are counted as refused in one query, never read, so a refusal costs what the user may
+touch, not the size of the run table. A filter matching more than
+:data:`MAX_FILTER_RUNS` runs is refused as a whole, naming that limit, before anything
+is done.
 
 The runs are handled in batches of ``WEFT_BULK_BATCH_SIZE``, each its own transaction,
 so ten thousand matching runs are not one long lock; a batch commits before the next is
@@ -29,6 +37,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils.translation import gettext, ngettext
 
+from django_weft import access
 from django_weft.access import User
 from django_weft.conf import weft_settings
 from django_weft.exceptions import RunNotFound
@@ -38,6 +47,11 @@ from django_weft.operations.runs import abort_for, delete_run_for, retry_for
 
 #: The most run ids one bulk request may name; more is refused (use a filter instead).
 MAX_IDS = 1000
+
+#: The most runs one bulk action by filter takes: a filter matching more is refused,
+#: naming this, and nothing is done. It bounds what one request may cost: counting the
+#: matches reads at most one run more than this.
+MAX_FILTER_RUNS = 10_000
 
 #: What a bulk action does to one run, as the checked call for a single run does it.
 ACTIONS: dict[str, Callable[[User, Run], Any]] = {
@@ -72,12 +86,12 @@ class BulkResult:
     reasons: dict[str, Reason] = field(default_factory=dict)
     started: list[str] = field(default_factory=list)
 
-    def refuse(self, code: str, detail: str) -> None:
-        self.refused += 1
+    def refuse(self, code: str, detail: str, count: int = 1) -> None:
+        self.refused += count
         if code in self.reasons:
-            self.reasons[code].count += 1
+            self.reasons[code].count += count
         else:
-            self.reasons[code] = Reason(1, detail)
+            self.reasons[code] = Reason(count, detail)
 
     def summary(self) -> str:
         """One sentence for a person: how many were done, how many refused and why
@@ -164,7 +178,10 @@ def bulk_for(
     """Do ``action`` (see :data:`ACTIONS`) as ``user`` to the runs ``ids`` names, or to
     every run of ``matching`` (the run list's filtered queryset): exactly one of them.
 
-    An id no run has is refused as ``not_found``. Returns what was done and refused.
+    An id no run has is refused as ``not_found``. The runs of ``matching`` that ``user``
+    may not act on are refused as ``forbidden`` without being read; more than
+    :data:`MAX_FILTER_RUNS` of them is a ``ValidationError`` naming that limit, and
+    nothing is done. Returns what was done and refused.
     """
     act = ACTIONS[parse_action(action)]
     if (ids is None) == (matching is None):
@@ -174,7 +191,7 @@ def bulk_for(
         batches = _batches_of_ids(ids, result)
     else:
         assert matching is not None
-        batches = _batches_matching(matching, result)
+        batches = _batches_matching(_may_act_on(user, action, matching, result), result)
     for batch in batches:
         with transaction.atomic():
             for run in batch:
@@ -214,18 +231,66 @@ def _batches_of_ids(ids: Sequence[uuid.UUID], result: BulkResult) -> Iterator[li
         yield [found[run_id] for run_id in chunk if run_id in found]
 
 
+def _may_act_on(
+    user: User, action: str, matching: QuerySet[Run], result: BulkResult
+) -> QuerySet[Run]:
+    """The runs of ``matching`` that ``user`` may do ``action`` to, as a filter of the
+    query (the rules of :mod:`django_weft.access` its checked call applies); the others
+    are counted as refused. Two queries at most, each reading at most
+    :data:`MAX_FILTER_RUNS` + 1 rows; a ``ValidationError`` when more runs than that match.
+    """
+    allowed, refusal = _narrowed(user, action, matching)
+    found = _count_up_to(matching, MAX_FILTER_RUNS + 1)
+    if found > MAX_FILTER_RUNS:
+        raise ValidationError(
+            gettext(
+                "This filter matches more than %(most)d runs, the most one bulk action by "
+                "filter takes; narrow the filter (by status, job, owner or time) and repeat "
+                "it, or name the runs by id."
+            )
+            % {"most": MAX_FILTER_RUNS},
+            code="too_many_runs",
+        )
+    kept = _count_up_to(allowed, found) if found else 0
+    if found > kept:
+        result.refuse("forbidden", refusal, found - kept)
+    return allowed if kept else allowed.none()
+
+
+def _narrowed(user: User, action: str, runs: QuerySet[Run]) -> tuple[QuerySet[Run], str]:
+    """The runs of ``runs`` ``user`` may do ``action`` to, and the refusal of the others."""
+    if action == "retry":
+        if not access.may_start_runs(user):
+            return runs.none(), access.refusal(gettext("retry runs"), access.ADD_RUN)
+        verb, permission = gettext("retry runs that are not yours"), access.VIEW_RUN
+        return access.runs_seen_in_full(user, runs), access.refusal(verb, permission)
+    if action == "abort":
+        verb, permission = gettext("abort runs that are not yours"), access.CHANGE_RUN
+        return access.abortable_runs(user, runs), access.refusal(verb, permission)
+    verb, permission = gettext("delete runs that are not yours"), access.DELETE_RUN
+    return access.deletable_runs(user, runs), access.refusal(verb, permission)
+
+
+def _count_up_to(runs: QuerySet[Run], most: int) -> int:
+    """How many runs ``runs`` holds, counted up to ``most``: one query that reads at
+    most ``most`` ids (none for a queryset known to be empty)."""
+    return runs.order_by().values("pk")[:most].count()
+
+
 def _batches_matching(matching: QuerySet[Run], result: BulkResult) -> Iterator[list[Run]]:
     """The runs of ``matching`` in id order, a batch at a time, read after the one before
-    committed; without the runs this call started (a retry's new run may match too)."""
+    committed, :data:`MAX_FILTER_RUNS` at most; without the runs this call started (a
+    retry's new run may match too)."""
     size = weft_settings.BULK_BATCH_SIZE
     ordered = matching.select_related("owner", "schedule").order_by("pk")
     after: uuid.UUID | None = None
     started: set[str] = set()
-    while True:
+    left = MAX_FILTER_RUNS
+    while left > 0:
         page = ordered if after is None else ordered.filter(pk__gt=after)
-        batch = list(page[:size])
+        batch = list(page[: min(size, left)])
         if not batch:
             return
-        after = batch[-1].pk
+        after, left = batch[-1].pk, left - len(batch)
         started.update(result.started[len(started) :])
         yield [run for run in batch if str(run.pk) not in started]

@@ -12,15 +12,19 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from rest_framework.response import Response
 from rest_framework.test import APIClient
 
-from django_weft.models import Run, RunStatus, Schedule
-from django_weft.operations import start
+from django_weft.models import AuditRecord, Run, RunStatus, Schedule
+from django_weft.operations import start, start_many
+from django_weft.operations.bulk import MAX_FILTER_RUNS
 from tests.api.test_api import make_user
-from tests.jobs import sleep
+from tests.jobs import noop, sleep
 from tests.test_bulk_operations import finished as failed
+from tests.test_bulk_operations import savepoints
 
 pytestmark = pytest.mark.django_db
 
@@ -96,6 +100,44 @@ def test_bulk_abort_and_delete_by_owner_and_other(owner: Any, other: Any, staff:
     assert (refused["done"], set(refused["reasons"])) == (0, {"forbidden"})
     assert bulk(staff, "delete", {"ids": [str(ended.pk), str(queued.pk)]}).json()["done"] == 2
     assert not Run.objects.filter(pk__in=[ended.pk, queued.pk]).exists()
+
+
+def test_bulk_delete_by_filter_without_the_permission_judges_no_run(owner: Any, other: Any) -> None:
+    """`{"filter": {}}` from a user who owns none of the 40 runs and lacks delete_run:
+    200, all 40 forbidden, in a handful of queries with no savepoint (no run judged one
+    by one), and nothing deleted or recorded."""
+    for _ in range(40):
+        failed(other)
+    with CaptureQueriesContext(connection) as captured:
+        response = bulk(owner, "delete", {"filter": {}})
+    assert response.status_code == 200, response.data
+    body = response.json()
+    assert (body["done"], body["refused"], body["batches"]) == (0, 40, 0)
+    assert body["reasons"] == {
+        "forbidden": {
+            "count": 40,
+            "detail": "you may not delete runs that are not yours (needs django_weft.delete_run)",
+        }
+    }
+    assert savepoints(captured) == 0
+    assert len(captured.captured_queries) <= 4  # the user's permissions, then two counts
+    assert Run.objects.count() == 40
+    assert not AuditRecord.objects.exists()
+
+
+def test_bulk_by_filter_over_the_cap_is_a_400_naming_it(owner: Any) -> None:
+    """More matching runs than the cap: 400 naming it, nothing done."""
+    start_many(noop, [{}] * (MAX_FILTER_RUNS + 1), owner=owner)
+    response = bulk(owner, "abort", {"filter": {"status": "queued"}})
+    assert response.status_code == 400, response.data
+    assert response.json() == {
+        "detail": [
+            "This filter matches more than 10000 runs, the most one bulk action by filter "
+            "takes; narrow the filter (by status, job, owner or time) and repeat it, or "
+            "name the runs by id."
+        ]
+    }
+    assert not Run.objects.exclude(status=RunStatus.QUEUED).exists()
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,9 @@ from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -23,6 +25,7 @@ from django_weft.operations import start
 from tests.console.test_console_runs import client_of, messages_of, staff
 from tests.jobs import noop, sleep
 from tests.test_bulk_operations import finished as failed
+from tests.test_bulk_operations import savepoints
 
 pytestmark = pytest.mark.django_db
 
@@ -170,3 +173,22 @@ def test_all_matching_without_a_filter_says_every_run_and_words_the_date_filter(
     assert said.startswith("Deleted 1 run; 1 refused: 1 forbidden")
     assert "django_weft.delete_run" in said
     assert list(Run.objects.all()) == [runs[1]]
+
+
+def test_all_matching_judges_only_the_runs_the_user_may_act_on(owner: Any, other: Any) -> None:
+    """*Delete* of all 30 matching runs by a user without delete_run who owns one: that
+    one is deleted, the 29 others are counted as forbidden without being judged one by
+    one (no savepoint each), and left as they were."""
+    mine = failed(owner)
+    for _ in range(29):
+        failed(other)
+    with CaptureQueriesContext(connection) as captured:
+        response = act(client_of(owner), "delete_action", [mine], post="yes", select_across="1")
+    [said] = messages_of(response)
+    assert said == (
+        "Deleted 1 run; 29 refused: 29 forbidden (you may not delete runs that are not "
+        "yours (needs django_weft.delete_run))."
+    )
+    assert savepoints(captured) < 29
+    assert Run.objects.count() == 29
+    assert not Run.objects.filter(owner=owner).exists()
