@@ -539,3 +539,31 @@ def test_audit_module_save_grant_and_approve_are_on_record() -> None:
         ),
         ("olga", "module_approve", str(module.pk), "Approved revision 2"),
     ]
+
+
+def test_audit_module_delete_is_on_record_with_its_name_and_owner() -> None:
+    """A module's delete is recorded before the row goes, under its id and name, with the
+    revision that ran and whose it was: the name is free, and a module stored under it
+    next is told apart from this one."""
+    owner = make_user("olga", "add_module")
+    module = operations.save_module_for(
+        owner, Module(name="m", source="def default():\n    return 1\n", grants=[])
+    )
+    manager = make_user("mona", "manage_module", "add_module")
+    pk = module.pk
+    operations.delete_module_for(manager, module)
+    assert not Module.objects.filter(pk=pk).exists()
+    record = AuditRecord.objects.get(action="module_delete")
+    assert (record.actor_name, record.object_id, record.object_repr, record.via) == (
+        "mona",
+        str(pk),
+        "m",
+        "python",
+    )
+    assert record.text == "Deleted at revision 1; its name is free"
+    assert record.details == {"name": "m", "revision": 1, "approved": 1, "owner": "olga"}
+    assert record.at == DRIVEN
+    assert [(who, said) for _, who, said in history_of(module)] == [
+        ("olga", "Saved revision 1 (through Python code)."),
+        ("mona", "Deleted at revision 1; its name is free (through Python code)."),
+    ]

@@ -30,6 +30,8 @@ else:
 
 #: The object types that have a console page to link to.
 PAGES = ("run", "schedule", "module", "document")
+#: The actions whose object is gone once they are done: their record links to no page.
+DELETES = (AuditAction.RUN_DELETE, AuditAction.SCHEDULE_DELETE, AuditAction.MODULE_DELETE)
 
 
 class HistoryFromOperations:
@@ -93,7 +95,7 @@ class AuditRecordAdmin(AuditRecordAdminBase):
         return format_html("<a href='{}' title='{}'>{}</a>", url, record.object_id, label)
 
     def _page_of(self, record: AuditRecord) -> str | None:
-        if record.object_type not in PAGES or record.action == AuditAction.SCHEDULE_DELETE:
+        if record.object_type not in PAGES or record.action in DELETES:
             return None
         name = f"{self.admin_site.name}:django_weft_{record.object_type}_change"
         try:

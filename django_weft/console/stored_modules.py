@@ -4,7 +4,12 @@ its history.
 Every write goes through :mod:`django_weft.operations` (``save_module_for``,
 ``approve_module_for``, ``delete_module_for``), which decides who may: a refused save
 shows its form again with the refusal on it, a refused approval or delete an error
-message (see :mod:`django_weft.console.refusals`); nothing is logged as changed.
+message (see :mod:`django_weft.console.refusals`); nothing is logged as changed. The
+service layer writes each change's admin history entry, so Django's own are left out.
+
+An approval names the revision the approver saw (the page's button in its address, the
+list's action in a hidden field of each row), and is refused when a newer one was saved
+since: nobody approves code they were never shown.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from django.utils.translation import gettext_lazy as _
 
 from django_weft import access, operations
 from django_weft.console import formatting, refusals
+from django_weft.console.audit import HistoryFromOperations
 from django_weft.console.moment_columns import moment_column
 from django_weft.console.refusals import act
 from django_weft.models import Module, ModuleRevision
@@ -42,6 +48,9 @@ else:
     ModuleAdminBase = admin.ModelAdmin
     ModuleRevisionInlineBase = admin.TabularInline
     ModuleFormBase = forms.ModelForm
+
+#: The field of the list's form that carries, for module ``pk``, the revision its row showed.
+SHOWN_REVISION = "weft_revision_{pk}"
 
 
 class ModuleForm(ModuleFormBase):
@@ -87,9 +96,14 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
         return format_html("<pre class='weft-module-source'>{}</pre>", revision.source)
 
 
-class ModuleAdmin(refusals.RefusalsOnTheForm, refusals.RefusedDeletesOnThePage, ModuleAdminBase):
+class ModuleAdmin(
+    refusals.RefusalsOnTheForm,
+    refusals.RefusedDeletesOnThePage,
+    HistoryFromOperations,
+    ModuleAdminBase,
+):
     form = ModuleForm
-    list_display = ["name", "owner", "revision", "runs", "grants", "updated"]
+    list_display = ["name", "owner", "shown_revision", "runs", "grants", "updated"]
     search_fields = ["name"]
     readonly_fields = ["owner", "revision", "runs", "updated"]
     inlines = [ModuleRevisionInline]
@@ -101,6 +115,17 @@ class ModuleAdmin(refusals.RefusalsOnTheForm, refusals.RefusedDeletesOnThePage, 
         js = ["django_weft/scrolling.js"]
 
     updated = moment_column("updated_at", _("updated"))
+
+    @admin.display(description=_("revision"), ordering="revision")
+    def shown_revision(self, module: Module) -> str:
+        """The latest revision, and the same number in the list's form: what the *approve*
+        action approves, if it is still the latest then."""
+        return format_html(
+            "{}<input type='hidden' name='{}' value='{}'>",
+            module.revision,
+            SHOWN_REVISION.format(pk=module.pk),
+            module.revision,
+        )
 
     @admin.display(description=_("runs"))
     def runs(self, module: Module) -> str:
@@ -155,18 +180,33 @@ class ModuleAdmin(refusals.RefusalsOnTheForm, refusals.RefusedDeletesOnThePage, 
         self._approve(request, module, revision)
         return HttpResponseRedirect(refusals.change_url(self, module.pk))
 
-    @admin.action(description=_("Approve the latest revision of selected modules"))
+    @admin.action(description=_("Approve the revision shown of selected modules"))
     def approve_action(self, request: HttpRequest, queryset: QuerySet[Module]) -> None:
+        """Approve, for each selected module, the revision its row showed (and only if it
+        is still the latest)."""
         for module in queryset:
-            self._approve(request, module, module.revision)
+            shown = request.POST.get(SHOWN_REVISION.format(pk=module.pk), "")
+            if not shown.isdigit():
+                self.message_user(
+                    request,
+                    _(
+                        "%(module)s: the list sent no revision to approve; nothing was "
+                        "approved. Reload the list, read what waits, and approve again."
+                    )
+                    % {"module": module},
+                    messages.ERROR,
+                )
+                continue
+            self._approve(request, module, int(shown))
 
     def _approve(self, request: HttpRequest, module: Module, revision: int) -> None:
+        """Approve ``revision``, the latest the approver was shown, or say why not."""
         user = request.user
         approved = act(
             self,
             request,
             str(module),
-            lambda: operations.approve_module_for(user, module, revision),
+            lambda: operations.approve_module_for(user, module, revision, latest=True),
         )
         if approved is not None:
             said = (

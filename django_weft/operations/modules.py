@@ -46,14 +46,30 @@ def save_module_for(user: User, module: Module) -> Module:
         return saved
 
 
-def approve_module_for(user: User, module: Module, revision: int) -> bool:
+def approve_module_for(user: User, module: Module, revision: int, *, latest: bool = False) -> bool:
     """Make ``revision`` (a number in ``module``'s history) the one its runs execute.
 
     Needs to own the module or ``manage_module``, and ``grant_host_function`` for a grant
     the approved revision does not have. False when it was approved already.
+
+    With ``latest``, ``revision`` is the newest the approver saw, as the console's
+    *approve* button and action send it: when a newer one was saved since, the approval
+    is refused naming both (a ``ValidationError``), so that nobody approves a revision
+    they never saw. Without it, any revision of the history may be approved (rolling
+    back what runs).
     """
     with transaction.atomic():
         stored = _locked_module(module, user, _('approve stored module "%(module)s"'))
+        if latest and stored.revision != revision:
+            raise ValidationError(
+                _(
+                    'revision %(newest)d of "%(module)s" was saved after revision %(seen)d, '
+                    "the one you approve; nothing was approved: read revision %(newest)d, "
+                    "then approve it"
+                )
+                % {"newest": stored.revision, "module": stored, "seen": revision},
+                code="newer_revision",
+            )
         chosen = stored.revisions.filter(revision=revision).first()
         if chosen is None:
             raise ValidationError({"revision": [f"{stored} has no revision {revision}."]})
@@ -69,9 +85,24 @@ def approve_module_for(user: User, module: Module, revision: int) -> bool:
 
 def delete_module_for(user: User, module: Module) -> None:
     """Delete ``module``: its owner or ``manage_module``, since a module created again
-    under its name would run for everyone who calls it."""
+    under its name would run for everyone who calls it.
+
+    The deletion is on record under the module's id and name, with the revision that ran
+    and the owner it had: the name is free from now on, and whoever stores a module under
+    it next is not who wrote this one.
+    """
     with transaction.atomic():
-        _locked_module(module, user, _('delete stored module "%(module)s"')).delete()
+        stored = _locked_module(module, user, _('delete stored module "%(module)s"'))
+        approved = stored.approved.revision if stored.approved is not None else None
+        details = {
+            "name": stored.name,
+            "revision": stored.revision,
+            "approved": approved,
+            "owner": stored.owner.get_username() if stored.owner is not None else None,
+        }
+        text = f"Deleted at revision {stored.revision}; its name is free"
+        record(user, AuditAction.MODULE_DELETE, stored, text=text, details=details)
+        stored.delete()
 
 
 def _locked_module(module: Module, user: User, verb: str) -> Module:

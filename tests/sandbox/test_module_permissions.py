@@ -520,13 +520,18 @@ def test_admin_module_approve_button() -> None:
 
 @pytest.mark.django_db
 def test_admin_module_approve_action() -> None:
-    """The list's action approves each selected module's latest revision, or says why not."""
+    """The list's action approves each selected module's revision its row showed, or says
+    why not."""
     alice = user("alice", "view_module", "change_module")
     module = stored(alice)
     operations.save_module_for(user("mia", "manage_module"), edited(module, source=SECRET))
     response = signed_in(alice).post(
         reverse("admin:django_weft_module_changelist"),
-        {"action": "approve_action", "_selected_action": [str(module.pk)]},
+        {
+            "action": "approve_action",
+            "_selected_action": [str(module.pk)],
+            f"weft_revision_{module.pk}": "2",
+        },
         follow=True,
     )
     assert "M: revision 2: runs execute it from now on." in response.content.decode()
