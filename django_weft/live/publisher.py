@@ -172,8 +172,7 @@ def _messages(run_ids: list[uuid.UUID], document_ids: list[int]) -> list[Message
         for chunk in _chunks(document_ids, ROWS_PER_READ)
         for document in Document.objects.filter(pk__in=chunk)
     ]
-    read = {run.pk for run in runs}
-    return _run_messages(runs) + _document_messages(documents, read)
+    return _run_messages(runs) + _document_messages(documents)
 
 
 def _run_messages(runs: list[Run]) -> list[Message]:
@@ -198,11 +197,12 @@ def _run_messages(runs: list[Run]) -> list[Message]:
     return messages
 
 
-def _document_messages(documents: list[Document], runs_read: set[uuid.UUID]) -> list[Message]:
+def _document_messages(documents: list[Document]) -> list[Message]:
     """Application documents to their watchers; run state to the run's full watchers.
 
-    The state of a run read in the same round is not sent apart: the run's full view
-    carries it, read after the change.
+    Every change of a run's state is a ``state`` frame, as docs/live.md promises, also
+    when the run changed in the same round (its ``run`` frame, sent first, carries the
+    state too): a client that follows output by ``state`` frames alone misses none.
     """
     messages: list[Message] = []
     states = [document for document in documents if document.key.startswith("run:")]
@@ -211,7 +211,6 @@ def _document_messages(documents: list[Document], runs_read: set[uuid.UUID]) -> 
         for run_id, owner_id, state_id in Run.objects.filter(state__in=states).values_list(
             "pk", "owner_id", "state_id"
         )
-        if run_id not in runs_read
     }
     full: list[dict[str, Any]] = []
     of_owner: defaultdict[int, list[dict[str, Any]]] = defaultdict(list)

@@ -4,6 +4,10 @@ The health views answer anyone (a probe does not sign in) and say little: each c
 name, whether it passed, and a short reason. The metrics answer a scrape with the bearer
 token ``WEFT_METRICS_TOKEN`` or a signed-in user with ``django_weft.view_run``
 (:func:`django_weft.access.may_read_metrics`), never the public.
+
+They only read (GET and HEAD; anything else is 405), so Django's CSRF check, which would
+answer a POST from a probe or a scraper with its HTML 403 before the view could say
+405, is not theirs to pass: nothing here changes anything a forged request could want.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Mapping
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
 from django_weft import access
@@ -52,6 +57,7 @@ def metrics_refusal(request: HttpRequest) -> HttpResponse | None:
     return refused
 
 
+@csrf_exempt
 @never_cache
 @require_safe
 def metrics(request: HttpRequest) -> HttpResponse:
@@ -79,6 +85,7 @@ def _answer(checks: Mapping[str, health.Check]) -> JsonResponse:
     return JsonResponse(body, status=200 if ok else 503)
 
 
+@csrf_exempt
 @never_cache
 @require_safe
 def ready(request: HttpRequest) -> JsonResponse:
@@ -87,6 +94,7 @@ def ready(request: HttpRequest) -> JsonResponse:
     return _answer(health.readiness())
 
 
+@csrf_exempt
 @never_cache
 @require_safe
 def live(request: HttpRequest) -> JsonResponse:

@@ -142,15 +142,17 @@ async def test_run_frames_carry_the_runs_version(sockets: list[CommunicatorSocke
 
 
 @pytest.mark.asyncio
-async def test_state_of_a_run_published_in_the_same_round_comes_with_the_run(
+async def test_state_changed_in_the_same_round_as_its_run_is_a_state_frame_too(
     sockets: list[CommunicatorSocket],
 ) -> None:
-    """A round that publishes a run and its state sends the owner one run frame carrying
-    the state, not a state frame beside it."""
+    """A round that publishes a run and its state sends the owner the run frame, then the
+    ``state`` frame docs/live.md promises for every change of a run's state (it used to
+    be folded into the run frame); a guest gets the run's guest view and no state."""
     owner = await sync_to_async(make_user)("owner")
     run = await sync_to_async(start)(registry.get("tests.noop"), {}, owner=owner)
     await sync_to_async(flush_live)()
     mine = await open_socket(sockets, owner)
+    theirs = await open_socket(sockets, await sync_to_async(make_user)("guest"))
 
     def write_state() -> None:
         # Written without publishing, then both published in one hand-over: one round.
@@ -165,5 +167,14 @@ async def test_state_of_a_run_published_in_the_same_round_comes_with_the_run(
     frame = await mine.next()
     assert frame["type"] == "run"
     assert frame["run"]["state"] == {"output": "hello"}
-    await mine.send({"type": "page", "after": str(run.pk), "request_id": "ping"})
-    assert (await mine.next())["type"] == "page", "no state frame came after the run frame"
+    assert await mine.next() == {
+        "type": "state",
+        "run": str(run.pk),
+        "revision": 1,
+        "state": {"output": "hello"},
+    }
+    guest = await theirs.next()
+    assert guest["type"] == "run"
+    assert "state" not in guest["run"]
+    await theirs.send({"type": "page", "after": str(run.pk), "request_id": "ping"})
+    assert (await theirs.next())["type"] == "page", "no state frame reached the guest"

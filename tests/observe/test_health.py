@@ -6,10 +6,14 @@ from typing import Any
 
 import pytest
 from channels.layers import channel_layers
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
+from django.db.migrations.recorder import MigrationRecorder
 from django.test import Client
 
 from django_weft.engine.housekeeping import loop_pulse
-from tests.observe.conftest import LIVE, READY
+from django_weft.observe import health
+from tests.observe.conftest import LIVE, METRICS, READY
 from tests.processes import wait_for
 
 pytestmark = pytest.mark.django_db
@@ -91,3 +95,69 @@ def test_health_views_only_read() -> None:
     """A probe reads: POST is 405; HEAD is answered."""
     assert Client().post(READY).status_code == 405
     assert Client().head(LIVE).status_code == 200
+
+
+def test_operators_endpoints_answer_a_post_405_not_a_csrf_page() -> None:
+    """Django's CSRF check answered a POST with its HTML 403 before the views could say
+    405, as docs/metrics.md documents; a browser-like client enforces the check."""
+    browser = Client(enforce_csrf_checks=True)
+    for url in (METRICS, READY, LIVE):
+        answer = browser.post(url)
+        assert answer.status_code == 405, (url, answer.content[:80])
+        assert answer["Allow"] == "GET, HEAD"
+
+
+# -- migrations not applied -----------------------------------------------------------------
+
+
+@pytest.fixture
+def graph_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each reading of the migration graph (every migration file of every app), by the
+    alias it was read for; the health module starts with nothing remembered."""
+    monkeypatch.setattr(health, "_migrated", set())
+    monkeypatch.setattr(health, "_unmigrated", {}, raising=False)
+    reads: list[str] = []
+    build_graph = MigrationLoader.build_graph
+
+    def counted(loader: MigrationLoader) -> None:
+        reads.append(loader.connection.alias if loader.connection is not None else "")
+        build_graph(loader)
+
+    monkeypatch.setattr(MigrationLoader, "build_graph", counted)
+    return reads
+
+
+def test_unready_for_migrations_reads_the_graph_once_per_change_of_the_applied_ones(
+    graph_reads: list[str],
+) -> None:
+    """While a migration is unapplied, probes read the migration graph again only when
+    the applied migrations change: anonymous probes are no lever on the CPU."""
+    latest = MigrationRecorder.Migration.objects.filter(app="django_weft").latest("id")
+    latest.delete()
+    for _ in range(5):
+        answer = Client().get(READY)
+        assert answer.status_code == 503
+        assert answer.json()["checks"]["migrations"] == {
+            "ok": False,
+            "detail": "1 migration(s) not applied; run manage.py migrate",
+        }
+    assert graph_reads == ["default"]
+
+    MigrationRecorder(connection).record_applied(latest.app, latest.name)
+    for _ in range(5):
+        answer = Client().get(READY)
+        assert answer.status_code == 200
+    assert graph_reads == ["default", "default"], "read once more, then never"
+
+
+def test_unready_for_migrations_sees_another_change_of_the_applied_ones(
+    graph_reads: list[str],
+) -> None:
+    """Unapplying one more (the row count changes) is seen at the next probe."""
+    applied = MigrationRecorder.Migration.objects.filter(app="django_weft").order_by("-id")
+    first, second = applied[0], applied[1]
+    first.delete()
+    assert "1 migration(s)" in Client().get(READY).json()["checks"]["migrations"]["detail"]
+    second.delete()
+    assert "2 migration(s)" in Client().get(READY).json()["checks"]["migrations"]["detail"]
+    assert graph_reads == ["default", "default"]
