@@ -9,18 +9,22 @@ wakes the loop. Apart from the loop because it is the one step that knows about 
 queues, threads and the process pool at once.
 
 A run thread that delivered its report claims the next run itself, one at a time, while
-the last claims found more than there were free slots (``Lookout.more_to_claim``), the
-worker is not stopping, and no more reports wait for the loop than the executor has
-slots. Under a backlog the run threads then never wait for the loop's round (recording
-finishes, the heartbeat, the fires) to hand them work, while the loop records their
-reports in batches. The claim is the same statement with a limit of one, made by the
-thread that runs the run next: it stays the run's durable "begun" mark, and a worker
-killed at any moment holds no run claimed for later, only the runs it was executing
-(finished lost by the reaper) and the outcomes not yet recorded, which the bound on
-waiting reports keeps threads from piling up. A claim that fails on the run thread (the
-database went away) ends the thread's turn: the loop's error boundary meets the outage
-and claims again after it. Executors that run tasks in the caller (``InlineExecutor``)
-leave every claim to the loop.
+the last claims found more than there were free slots (``Lookout.more_to_claim``) and no
+more reports wait for the loop than the executor has slots. Under a backlog the run
+threads then never wait for the loop's round (recording finishes, the heartbeat, the
+fires) to hand them work, while the loop records their reports in batches. The claim is
+the same statement with a limit of one, made by the thread that runs the run next: it
+stays the run's durable "begun" mark, and a worker killed at any moment holds no run
+claimed for later, only the runs it was executing (finished lost by the reaper) and the
+outcomes not yet recorded, which the bound on waiting reports keeps threads from piling
+up. A claim that fails on the run thread (the database went away) ends the thread's
+turn: the loop's error boundary meets the outage and claims again after it. Executors
+that run tasks in the caller (``InlineExecutor``) leave every claim to the loop.
+
+After the first stop signal no thread claims: the loop's claim step and the run threads'
+claims alike go through :meth:`Shutdown.unless_stopping
+<django_weft.engine.shutdown.Shutdown.unless_stopping>`, which looks at the stop where
+the claim is made (a round begun before the signal still reaches its claim step).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from django_weft.engine.membership import Membership
 from django_weft.engine.options import WorkerOptions
 from django_weft.engine.process_pool import ProcessPool, execute_in_child
 from django_weft.engine.reports import Reports
+from django_weft.engine.shutdown import Shutdown
 from django_weft.jobs.registry import Job, registry
 from django_weft.live import publisher
 from django_weft.live.changes import Changes
@@ -72,7 +77,7 @@ class Intake:
         wake: threading.Event,
         pool: ProcessPool,
         clock: Clock,
-        stopping: threading.Event,
+        shutdown: Shutdown,
     ) -> None:
         self.options = options
         self._membership = membership
@@ -82,7 +87,7 @@ class Intake:
         self._wake = wake
         self._pool = pool
         self._clock = clock
-        self._stopping = stopping
+        self._shutdown = shutdown
         self._deployed_pairs: tuple[tuple[str, int], ...] = ()
         self._deployed_for = -1
         #: Task paths of queued runs that named no task here, as of a registry generation.
@@ -145,22 +150,30 @@ class Intake:
         self._lookout.more_to_claim = len(runs) == free
         for run in runs:
             changes.run(run.pk)
-            execution = self._execution(run, process, now)
+            execution = self._execution(run, process)
             self._in_flight.submit(execution, partial(self._execute, execution))
         return bool(runs)
 
     def _claim(self, process: WorkerProcess, now: datetime, *, limit: int) -> list[Run]:
-        return claim(
-            self.deployed(), limit=limit, worker=process, now=now, queues=self.options.queues
+        """Up to ``limit`` runs claimed for ``process``; none once the worker is stopping."""
+        return self._shutdown.unless_stopping(
+            partial(
+                claim,
+                self.deployed(),
+                limit=limit,
+                worker=process,
+                now=now,
+                queues=self.options.queues,
+            )
         )
 
-    def _execution(self, run: Run, process: WorkerProcess, now: datetime) -> Execution:
-        """What this worker needs to steer ``run``, just claimed at ``now``."""
+    def _execution(self, run: Run, process: WorkerProcess) -> Execution:
+        """What this worker needs to steer ``run``, just claimed."""
         job = registry.deployed(run.job, run.job_version)
         execution = Execution(
             run=run,
             worker_id=process.pk,
-            deadline=timeouts.deadline(run, now),
+            deadline=timeouts.deadline(run.job, run.job_version, run.started_at),
             in_process=job is not None and job.runs_in_process,
         )
         if run.abort_requested_at is not None:
@@ -197,7 +210,6 @@ class Intake:
             not self._in_flight.executor.runs_beside_caller
             or previous.given_up
             or process is None
-            or self._stopping.is_set()
             or not self._lookout.more_to_claim
             # Outcomes wait in memory until the loop records them; a killed worker loses
             # them, so threads do not outrun a loop that is slow to record.
@@ -212,7 +224,7 @@ class Intake:
             return None
         if not runs:
             return None
-        execution = self._execution(runs[0], process, now)
+        execution = self._execution(runs[0], process)
         self._in_flight.hand_slot(previous, execution)
         changes = Changes()
         changes.run(execution.run.pk)

@@ -12,7 +12,10 @@ of that contract together, because they must agree on the clock and the windows:
   process: the *fence*;
 - a worker reaps others only once it has itself reached the database for a whole
   lost-after window, so that a database outage, during which nobody could beat, never
-  makes live workers look dead.
+  makes live workers look dead;
+- a worker that is alive but has missed :data:`MISSED_BEATS` heartbeats (paused, hung)
+  keeps its runs, except those past their timeout and grace: others finish those as
+  lost (``Timeout``), as its own loop would have (:mod:`~django_weft.engine.reaping`).
 """
 
 from __future__ import annotations
@@ -25,11 +28,16 @@ from datetime import datetime, timedelta
 from django_weft.conf import weft_settings
 from django_weft.engine.inflight import InFlight
 from django_weft.engine.liveness import LivenessLock, uses_liveness_lock
-from django_weft.engine.reaping import finish_lost
+from django_weft.engine.reaping import finish_lost, finish_overdue
 from django_weft.live.changes import Changes
 from django_weft.models import WorkerProcess
 
 logger = logging.getLogger("django_weft.worker")
+
+#: Heartbeats a worker has missed when others keep the timeouts of its runs for it. Its
+#: loop never sleeps past a beat, and keeps the timeouts before it beats: a worker that
+#: missed two is not turning it (a live one is at most one interval and a round late).
+MISSED_BEATS = 2
 
 
 class Membership:
@@ -81,15 +89,20 @@ class Membership:
 
     def reap(self, now: datetime, changes: Changes) -> bool:
         """After each beat, once this worker has reached the database for a whole
-        lost-after window: finish the runs of dead workers as lost; True if any."""
+        lost-after window: finish as lost the runs of silent workers past their timeout,
+        then the runs of dead workers; True if any."""
         if not self._reap_due or self._reap_from is None or now < self._reap_from:
             return False
         self._reap_due = False
+        missed = timedelta(seconds=MISSED_BEATS * weft_settings.HEARTBEAT_INTERVAL)
+        overdue = finish_overdue(now=now, silent_since=now - missed, changes=changes)
+        if overdue:
+            logger.warning("finished %d overdue run(s) of silent workers as lost", overdue)
         silent_since = now - timedelta(seconds=weft_settings.LOST_AFTER)
         lost = finish_lost(now=now, silent_since=silent_since, changes=changes)
         if lost:
             logger.warning("finished %d run(s) of dead workers as lost", lost)
-        return lost > 0
+        return overdue + lost > 0
 
     def out_of_reach(self) -> None:
         """A step could not reach the database: count the lost-after window again from

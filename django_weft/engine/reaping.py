@@ -1,4 +1,5 @@
-"""Lost runs: runs whose worker is dead are finished ``lost`` (or retried) once.
+"""Lost runs: runs whose worker is dead, or silent past their timeout, are finished
+``lost`` (or retried) once.
 
 Any worker may do this for any other, in two steps. First :func:`mark_dead` marks the
 dead workers stopped, in one statement that checks each one's last sign of life as it
@@ -14,12 +15,21 @@ Dead means silent and, on PostgreSQL, lockless: no heartbeat since ``silent_sinc
 no session holding the worker's liveness lock (:mod:`~django_weft.engine.liveness`),
 with the server up for at least ``WEFT_LOST_AFTER`` seconds (a restart drops every lock,
 and live workers need a moment to take theirs again). On SQLite, silence alone.
+
+A worker that is alive by that rule may still be stuck: paused (SIGSTOP keeps its
+session, and with it its lock), deadlocked, or its loop held by a job that holds the GIL.
+It keeps its runs, but not past their timeouts: :func:`finish_overdue` finishes as lost,
+with a ``Timeout`` error, each running run past its job's timeout and
+``WEFT_TIMEOUT_GRACE`` whose worker is registered yet silent (no heartbeat since
+``silent_since``), whatever its lock says. Its own worker would have given it up by then,
+had its loop been turning (:mod:`~django_weft.engine.timeouts`): the outcome is the one it
+would have written, and its runs without a timeout, or not yet past it, are left to it.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache
 
 from django.db import OperationalError, connection
@@ -30,6 +40,7 @@ from django_weft.engine import sql
 from django_weft.engine.finishing import AttemptReport, record_attempt
 from django_weft.engine.liveness import HELD_KEYS_SQL, key_sql, uses_liveness_lock
 from django_weft.engine.outages import gave_up_waiting
+from django_weft.engine.timeouts import deadline
 from django_weft.jobs.tracebacks import ErrorRecord
 from django_weft.live.changes import Changes
 from django_weft.models import Run, RunStatus, WorkerProcess
@@ -85,9 +96,8 @@ def finish_lost(*, now: datetime, silent_since: datetime, changes: Changes) -> i
         .filter(Q(worker__isnull=True) | Q(worker__stopped_at__isnull=False))
         .values_list("pk", "job", "worker_id", "attempt", "started_at")
     )
-    ended = 0
-    for run_id, job, worker_id, attempt, started_at in list(lost):
-        report = AttemptReport(
+    reports = [
+        AttemptReport(
             run_id=run_id,
             job=job,
             worker_id=worker_id,
@@ -96,13 +106,71 @@ def finish_lost(*, now: datetime, silent_since: datetime, changes: Changes) -> i
             status=RunStatus.LOST,
             error=WORKER_LOST,
         )
+        for run_id, job, worker_id, attempt, started_at in lost
+    ]
+    return len(_record_lost(reports, now=now, changes=changes))
+
+
+def finish_overdue(*, now: datetime, silent_since: datetime, changes: Changes) -> int:
+    """Finish as lost with a ``Timeout`` error (or retry, as the job allows) every running
+    run past its timeout and ``WEFT_TIMEOUT_GRACE`` whose worker is registered but has not
+    beaten since ``silent_since``; returns how many attempts it ended.
+
+    The timeout is the job's as deployed here, counted from the attempt's start
+    (:func:`~django_weft.engine.timeouts.deadline`): a run of a job not deployed here is
+    left to a worker that deploys it. The worker is not marked stopped: it is alive, and
+    keeps its other runs; what it reports for these later is discarded.
+    """
+    grace = timedelta(seconds=weft_settings.TIMEOUT_GRACE)
+    silent = Run.objects.filter(
+        status=RunStatus.RUNNING,
+        worker__stopped_at__isnull=True,
+        worker__last_beat__lt=silent_since,
+    ).values_list(
+        "pk", "job", "job_version", "worker_id", "attempt", "started_at", "worker__last_beat"
+    )
+    overdue = []
+    for run_id, job, version, worker_id, attempt, started_at, last_beat in silent:
+        limit = deadline(job, version, started_at)
+        if limit is None or now < limit + grace:
+            continue
+        message = (
+            f"the run passed its timeout and did not end within {grace.total_seconds():g}s"
+            " more, while its worker was silent (no heartbeat for"
+            f" {(now - last_beat).total_seconds():.1f}s); another worker finished it"
+        )
+        overdue.append(
+            AttemptReport(
+                run_id=run_id,
+                job=job,
+                worker_id=worker_id,
+                attempt=attempt,
+                started_at=started_at,
+                status=RunStatus.LOST,
+                error=ErrorRecord("Timeout", message, ""),
+            )
+        )
+    recorded = _record_lost(overdue, now=now, changes=changes)
+    for report in recorded:
+        logger.warning("%s run %s: %s", report.job, report.run_id, report.error.message)
+    return len(recorded)
+
+
+def _record_lost(
+    reports: list[AttemptReport], *, now: datetime, changes: Changes
+) -> list[AttemptReport]:
+    """Record each report of a run ended by another worker than its own; the reports
+    recorded (not those someone else recorded first). A run another transaction holds
+    locked waits for the next reap."""
+    ended = []
+    for report in reports:
         try:
             recorded = record_attempt(report, now=now, changes=changes)
         except OperationalError as error:
             if not gave_up_waiting(error):
                 raise
-            logger.info("lost run %s is locked by another transaction; next reap", run_id)
+            logger.info("lost run %s is locked by another transaction; next reap", report.run_id)
             continue
         if recorded is not None:
-            ended += 1
+            ended.append(report)
     return ended

@@ -2,15 +2,24 @@
 outcome the database will take recorded before the process goes.
 
 A first signal (``stop()``) ends claiming and gives running runs ``shutdown_grace``
-seconds to finish, the worker beating and recording meanwhile; then it requests an abort
-of each run still going, and waits for them to reach a ``sleep()``/``check()``. A second
-signal (``force()``) stops the waiting: runs that still have not ended are finished as
-aborted here (``WorkerStopped``), because the process is about to exit under them, and
-``abandoned`` tells ``runjobs`` to exit at once. What is left in the report queue is
-recorded last, through an outage if need be, for as long as the grace allows.
+seconds to finish, the worker beating, recording and keeping their timeouts meanwhile;
+then it requests an abort of each run still going, and waits for them to reach a
+``sleep()``/``check()``. A second signal (``force()``) stops the waiting: runs that still
+have not ended are finished as aborted here (``WorkerStopped``), because the process is
+about to exit under them, and ``abandoned`` tells ``runjobs`` to exit at once. What is
+left in the report queue is recorded last, through an outage if need be, for as long as
+the grace allows.
+
+The end of claiming is kept where each claim is made, not where the loop decides to
+claim (:meth:`Shutdown.unless_stopping`): a round the loop began before the signal, or a
+run thread that ended its run just then, goes on to its claim step, and must take
+nothing. Every claim looks at the stop, and makes its statement, holding a lock; the
+"stopping" line is logged holding it too, by the stop or, when a claim was under way, by
+that claim as it ends. So a claim either ended before the line, or sees the stop and
+takes nothing; and the signal handler never waits for a claim.
 
 Apart from the loop because it runs after it, in real seconds whatever the clock; of
-the loop's steps it keeps up only the heartbeat and the recording.
+the loop's steps it keeps up only the heartbeat, the recording and the timeouts.
 """
 
 from __future__ import annotations
@@ -58,10 +67,17 @@ class Shutdown:
         membership: Membership,
         guarded: Guarded,
         record: Step,
+        timeouts: Step,
     ) -> None:
         self.grace = grace
-        #: Set by the first stop: the loop claims and fires no more, and ends.
+        #: Set by the first stop: nothing is claimed or fired any more, and the loop ends.
         self.requested = threading.Event()
+        #: Held by a claim from its look at ``requested`` to the end of its statement, and
+        #: while "stopping" is logged. Never waited for by a stop: the signal handler
+        #: runs on the loop's thread, which may be inside a claim when the signal comes.
+        self._claims = threading.Lock()
+        #: Whether "stopping" was logged (read and written holding ``_claims``).
+        self._announced = False
         #: Set by a second stop: running runs are aborted now, not after the grace.
         self.forced = threading.Event()
         #: Set when a forced stop left runs that ignored their abort behind.
@@ -74,13 +90,47 @@ class Shutdown:
         self._guarded = guarded
         #: The loop's step that records the waiting reports.
         self._record = record
+        #: The loop's step that keeps the timeouts of the runs in flight.
+        self._timeouts = timeouts
 
     def request(self) -> None:
-        """Stop claiming; running runs get the grace to finish."""
-        if not self.requested.is_set():
-            logger.info("stopping: no new runs; waiting up to %ss for running ones", self.grace)
+        """Stop claiming; running runs get the grace to finish.
+
+        The stop is in force at once: a claim that has not begun takes nothing. It is
+        logged once no claim is under way on another thread (by that claim, as it ends,
+        if one is), so that from the "stopping" line on no thread of this worker claims
+        a run. The signal handler never waits here for a claim to end.
+        """
         self.requested.set()
         self._wake.set()
+        self._announce()
+
+    def unless_stopping(self, claim: Callable[[], list[Run]]) -> list[Run]:
+        """The runs ``claim`` takes, or none (without calling it) once a stop was requested.
+
+        Every claim of the worker, the loop's and the run threads', goes through here.
+        """
+        try:
+            with self._claims:
+                if self.requested.is_set():
+                    return []
+                return claim()
+        finally:
+            if self.requested.is_set():
+                # A stop that came during this claim left the saying of it to the claim.
+                self._announce()
+
+    def _announce(self) -> None:
+        """Log the stop, once, if no claim is under way; else the claim's end comes back
+        here (see :meth:`unless_stopping`), so the last one to let go says it."""
+        if not self._claims.acquire(blocking=False):
+            return
+        try:
+            if not self._announced:
+                self._announced = True
+                logger.info("stopping: no new runs; waiting up to %ss for running ones", self.grace)
+        finally:
+            self._claims.release()
 
     def force(self) -> None:
         """Abort running runs now instead of waiting for the grace."""
@@ -143,11 +193,18 @@ class Shutdown:
             executor.wait_idle(0.1)
 
     def _keep_up(self) -> None:
-        """Beat and record, and nothing else: what a stopping worker still does."""
+        """Keep the timeouts, beat and record, and nothing else: what a stopping worker
+        still does. It beats, so nobody else takes its runs past their timeouts: it keeps
+        them itself."""
         outage = self._outage
         if self._membership.process is None or (outage.ongoing and outage.wait() > 0):
             return
-        for name, step in (("heartbeat", self._membership.beat), ("finish", self._record)):
+        steps = (
+            ("timeouts", self._timeouts),
+            ("heartbeat", self._membership.beat),
+            ("finish", self._record),
+        )
+        for name, step in steps:
             if self._guarded(name, step) is FAILED:
                 return
 

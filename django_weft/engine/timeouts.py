@@ -4,7 +4,11 @@ stopped ``WEFT_TIMEOUT_GRACE`` seconds later is given up on and finished as lost
 A thread cannot be killed from outside, so a timeout is two moments per run, both on the
 worker's clock: the deadline, when the run's abort is set (a run that honours it fails
 with ``Timeout``), and the deadline plus the grace, when the worker stops waiting, frees
-the slot and reports the run lost itself. A run on a thread that ignores it goes on
+the slot and reports the run lost itself. The deadline is worked out from the run's row
+alone (:func:`deadline`: its job's timeout as deployed, from the attempt's start), so
+that other workers find the same one: when the worker running it is silent past it (paused,
+hung, its loop held by a job that holds the GIL), they finish the run in its place
+(:func:`~django_weft.engine.reaping.finish_overdue`). A run on a thread that ignores it goes on
 until it returns (its outcome discarded); a run of the process executor is killed with
 its child process then (:mod:`~django_weft.engine.process_pool`). The loop sleeps until
 the next of them (:meth:`Timeouts.moments`) and enforces both in one step
@@ -25,7 +29,7 @@ from django_weft.engine.inflight import InFlight
 from django_weft.jobs.registry import registry
 from django_weft.jobs.tracebacks import ErrorRecord
 from django_weft.live.changes import Changes
-from django_weft.models import Run, RunStatus
+from django_weft.models import RunStatus
 
 logger = logging.getLogger("django_weft.worker")
 
@@ -33,11 +37,15 @@ logger = logging.getLogger("django_weft.worker")
 Deliver = Callable[[Execution | None, AttemptReport], None]
 
 
-def deadline(run: Run, now: datetime) -> datetime | None:
-    """When ``run``, claimed at ``now``, passes its job's timeout (None: it has none)."""
-    job = registry.deployed(run.job, run.job_version)
-    timeout = job.timeout if job is not None else None
-    return now + timedelta(seconds=timeout) if timeout else None
+def deadline(job: str, version: int, started_at: datetime | None) -> datetime | None:
+    """When an attempt of ``job`` ``version`` begun (claimed) at ``started_at`` passes the
+    job's timeout, as the code deployed here has it; None if it has none, or the job is
+    not deployed here."""
+    deployed = registry.deployed(job, version)
+    timeout = deployed.timeout if deployed is not None else None
+    if not timeout or started_at is None:
+        return None
+    return started_at + timedelta(seconds=timeout)
 
 
 class Timeouts:

@@ -89,6 +89,7 @@ class Worker:
         self.membership = Membership(self.in_flight)
         self.reports = Reports()
         self._wake = threading.Event()
+        self.timeouts = Timeouts(self.in_flight, self.reports.deliver)
         self.shutdown = Shutdown(
             grace=self.options.shutdown_grace,
             wake=self._wake,
@@ -98,6 +99,7 @@ class Worker:
             membership=self.membership,
             guarded=self._guarded,
             record=self._record_reports,
+            timeouts=self.timeouts.step,
         )
         self.lookout = Lookout(self.options.poll_interval, self._wake, self.in_flight)
         self.intake = Intake(
@@ -109,9 +111,8 @@ class Worker:
             wake=self._wake,
             pool=self.pool,
             clock=self.clock,
-            stopping=self.shutdown.requested,
+            shutdown=self.shutdown,
         )
-        self.timeouts = Timeouts(self.in_flight, self.reports.deliver)
         self.pruner = Pruner()
         self.tallier = Tallier()
         self.health_file = HealthFile(self.options.health_file)
@@ -181,7 +182,7 @@ class Worker:
         return self.shutdown.requested.is_set()
 
     def stop(self) -> None:
-        """Stop claiming; running runs get the shutdown grace to finish."""
+        """Stop claiming, on every thread; running runs get the shutdown grace to finish."""
         self.shutdown.request()
 
     def force_stop(self) -> None:
