@@ -22,6 +22,10 @@ AUDIT = "tests/test_audit.py"
 CONSOLE_AUDIT = "tests/console/test_audit.py"
 VISIBILITY = "tests/console/test_console_visibility.py"
 MATRIX = "tests/test_permissions.py"
+INPUT = "tests/api/test_api_input.py"
+HEALTH = "tests/observe/test_health.py"
+STARTS = "tests/api/test_api_start_fields.py"
+FRAMES = "tests/sockets/test_start_frames.py"
 
 #: (an excerpt of the promise sentence, the test that fails when it breaks)
 PROMISES: list[tuple[str, str]] = [
@@ -177,6 +181,68 @@ PROMISES: list[tuple[str, str]] = [
     (
         "A JSON body nested more than 64 arrays and objects deep",
         "tests/api/test_api_input.py::test_api_start_nested_100000_deep_is_a_400_naming_the_limit",
+    ),
+    (
+        "A body larger than `DATA_UPLOAD_MAX_MEMORY_SIZE` gets a JSON 413",
+        f"{INPUT}::test_api_body_over_the_limit_is_a_json_413_with_no_traceback_logged",
+    ),
+    (
+        "A body larger than `DATA_UPLOAD_MAX_MEMORY_SIZE` gets a JSON 413",
+        f"{INPUT}::test_api_body_whose_length_is_over_the_limit_is_not_read_at_all",
+    ),
+    (
+        "A body larger than `DATA_UPLOAD_MAX_MEMORY_SIZE` gets a JSON 413",
+        f"{INPUT}::test_api_parser_reads_at_most_one_byte_past_the_limit",
+    ),
+    (
+        "A body larger than `DATA_UPLOAD_MAX_MEMORY_SIZE` gets a JSON 413",
+        f"{INPUT}::test_api_form_body_over_the_limit_is_refused_before_the_csrf_check_reads_it",
+    ),
+    (
+        "a POST to them is a 405, as documented, never the CSRF check's HTML page",
+        f"{HEALTH}::test_operators_endpoints_answer_a_post_405_not_a_csrf_page",
+    ),
+    (
+        "so signed-out probes cannot make the process read every migration file",
+        f"{HEALTH}::"
+        "test_unready_for_migrations_reads_the_graph_once_per_change_of_the_applied_ones",
+    ),
+    (
+        "which first checks that the user may start runs",
+        f"{STARTS}::test_api_start_checks_add_run_before_anything_about_the_job",
+    ),
+    (
+        "which first checks that the user may start runs",
+        f"{FRAMES}::test_start_frame_checks_add_run_before_anything_about_the_job",
+    ),
+    (
+        "which first checks that the user may start runs",
+        "tests/test_operations.py::"
+        "test_parse_start_refuses_a_user_who_may_not_start_runs_before_reading_anything",
+    ),
+    (
+        "A key the input does not take is refused naming it and the accepted ones",
+        f"{STARTS}::test_api_start_refuses_unknown_keys_naming_them_and_the_accepted_ones",
+    ),
+    (
+        "A key the input does not take is refused naming it and the accepted ones",
+        f"{FRAMES}::test_start_frame_refuses_unknown_fields_naming_them_and_the_accepted_ones",
+    ),
+    (
+        "A run's queue is its job's unless the user holds `pause_queue`",
+        f"{STARTS}::test_api_start_on_another_queue_needs_pause_queue",
+    ),
+    (
+        "A run's queue is its job's unless the user holds `pause_queue`",
+        f"{STARTS}::test_api_start_refuses_a_priority_out_of_range_or_not_whole",
+    ),
+    (
+        "A run's queue is its job's unless the user holds `pause_queue`",
+        f"{STARTS}::test_api_start_refuses_a_not_before_that_is_no_aware_moment",
+    ),
+    (
+        "A run's queue is its job's unless the user holds `pause_queue`",
+        f"{FRAMES}::test_start_frame_refusals_name_the_field",
     ),
     (
         "That is a weft audit record, listed read-only in the console",
