@@ -33,7 +33,16 @@ from rest_framework.test import APIClient
 from django_weft import access, operations
 from django_weft.exceptions import Forbidden
 from django_weft.live import projections
-from django_weft.models import Document, Module, PausedQueue, Run, RunStatus, Schedule
+from django_weft.models import (
+    AuditAction,
+    AuditRecord,
+    Document,
+    Module,
+    PausedQueue,
+    Run,
+    RunStatus,
+    Schedule,
+)
 from django_weft.operations import open_document, start
 from django_weft.sandbox.modules import save_module
 from django_weft.sockets.consumers import RunsConsumer
@@ -598,3 +607,60 @@ def test_each_narrowing_keeps_exactly_the_runs_its_rule_allows(
         allowed = {run.pk for run in runs if predicate(user, run)}
         narrowed = set(narrowing(user, Run.objects.all()).values_list("pk", flat=True))
         assert narrowed == allowed, principal
+
+
+def orphan_of(name: str, job: str = "tests.noop", args: dict[str, Any] | None = None) -> Schedule:
+    """A schedule whose owner's user was deleted (``owner_removed``)."""
+    gone = make_user(f"{name}-owner", "add_run")
+    schedule = Schedule.objects.create(
+        name=name, job=job, args=args or {}, cron="0 3 * * *", timezone="UTC", owner=gone
+    )
+    gone.delete()
+    return Schedule.objects.get(pk=schedule.pk)
+
+
+def test_enabling_a_schedule_whose_owner_was_removed_makes_the_enabler_its_owner(
+    world: World,
+) -> None:
+    """Python's set_enabled_for and edit_schedule_for take it over as the acting user,
+    never as no one (the deployment's own), each on record as a take-over."""
+    operator = world.users["operator"]
+    switched, edited = orphan_of("switched"), orphan_of("edited")
+    assert operations.set_enabled_for(operator, [switched], enabled=True) == 1
+    operations.edit_schedule_for(operator, edited, {"enabled": True})
+    for schedule in (switched, edited):
+        taken = Schedule.objects.get(pk=schedule.pk)
+        assert (taken.owner_id, taken.owner_removed, taken.enabled) == (operator.pk, False, True)
+    taken_over = AuditRecord.objects.filter(action=AuditAction.SCHEDULE_TAKE_OVER)
+    assert sorted(taken_over.values_list("object_repr", flat=True)) == ["edited", "switched"]
+
+
+def test_taking_over_a_schedule_needs_what_its_start_needs(world: World) -> None:
+    """Without add_run, or without the use of the stored module its args call, the
+    enabler may not become its owner: refused naming what is needed, and a batch with
+    one such schedule writes nothing (all or none)."""
+    changer = world.users["change_only"]  # change_schedule, no add_run
+    plain = orphan_of("plain")
+    with pytest.raises(
+        Forbidden, match=r"whoever enables it becomes its owner \(needs django_weft\.add_run\)"
+    ):
+        operations.set_enabled_for(changer, [plain], enabled=True)
+    with pytest.raises(Forbidden, match=r"needs django_weft\.add_run"):
+        operations.edit_schedule_for(changer, plain, {"enabled": True})
+
+    operator = world.users["operator"]  # add_run, change_schedule, no use_module
+    calls = orphan_of("calls", "weft.module", {"module": "theirs"})
+    off = Schedule.objects.create(
+        name="off", job="tests.noop", every=timedelta(hours=1), enabled=False
+    )
+    with pytest.raises(
+        Forbidden, match=r'django_weft\.use_module may call the stored module "theirs"'
+    ):
+        operations.set_enabled_for(operator, [off, calls, plain], enabled=True)
+    assert not Schedule.objects.get(pk=off.pk).enabled
+    for schedule in (plain, calls):
+        kept = Schedule.objects.get(pk=schedule.pk)
+        assert (kept.owner_id, kept.owner_removed) == (None, True)
+    assert not AuditRecord.objects.filter(
+        action__in=[AuditAction.SCHEDULE_ENABLE, AuditAction.SCHEDULE_TAKE_OVER]
+    ).exists()

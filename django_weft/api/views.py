@@ -366,13 +366,21 @@ class RunViewSet(
     ),
     update=extend_schema(
         summary="Replace a schedule",
-        description="Needs to own it or django_weft.change_schedule.",
+        description=(
+            "Needs to own it or django_weft.change_schedule. For a schedule whose owner was "
+            "removed (owner_removed), enabled: true takes it over: you become its owner, "
+            "which needs django_weft.add_run and the use of any stored module it calls."
+        ),
         request=ScheduleOwnerSerializer,
         responses={200: ScheduleViewSerializer, 400: BAD_REQUEST, 403: FORBIDDEN},
     ),
     partial_update=extend_schema(
         summary="Change a schedule",
-        description="Needs to own it or django_weft.change_schedule.",
+        description=(
+            "Needs to own it or django_weft.change_schedule. For a schedule whose owner was "
+            "removed (owner_removed), enabled: true takes it over: you become its owner, "
+            "which needs django_weft.add_run and the use of any stored module it calls."
+        ),
         request=ScheduleOwnerSerializer,
         responses={200: ScheduleViewSerializer, 400: BAD_REQUEST, 403: FORBIDDEN},
     ),

@@ -92,10 +92,10 @@ class ScheduleColumns:
             return "-"
         if schedule.owner_removed and schedule.owner_id is None:
             remedy = _(
-                "Nothing fires until it is taken over: resume (or enable) it to run it as the "
-                "deployment's own, with no owner, or change its job or args to make yourself "
-                "its owner."
-            )
+                "Nothing fires until someone takes it over: whoever resumes (or enables) it, "
+                "or changes its job or args, becomes its owner, and its runs start as them; "
+                "that needs %(permission)s, and the use of any stored module it calls."
+            ) % {"permission": access.ADD_RUN}
         elif schedule.owner_id is not None and access.schedule_owner_refusal(schedule):
             remedy = _(
                 "Each slot is skipped and counted missed; it fires again at its next slot "

@@ -249,7 +249,7 @@ class ScheduleAdmin(
             buttons = ["run-now"] if self.has_run_permission(request) else []
             buttons.append("pause" if obj.enabled else "resume")
             if obj.enabled and obj.owner_removed:
-                buttons.append("resume")  # takes it over: *enable* un-parks it
+                buttons.append("resume")  # takes it over as the presser's: *enable* un-parks it
         context["weft_buttons"] = [
             (
                 reverse(f"{site}:{_button_url_name(button)}", args=[quote(obj.pk)]),
@@ -339,22 +339,27 @@ class ScheduleAdmin(
 
     @admin.action(description=gettext_lazy("Enable selected schedules"), permissions=["change"])
     def enable_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        """Switch them on; those whose owner was removed become the enabler's (said so)."""
+        orphans = [schedule.name for schedule in queryset if schedule.owner_removed]
         count = act(
             self,
             request,
             _("enable"),
             lambda: operations.set_enabled_for(request.user, queryset, enabled=True),
         )
-        if count is not None:
-            self.message_user(
-                request,
-                ngettext(
-                    "Enabled %(count)d schedule; it fires from now on.",
-                    "Enabled %(count)d schedules; they fire from now on.",
-                    count,
-                )
-                % {"count": count},
-            )
+        if count is None:
+            return
+        said = ngettext(
+            "Enabled %(count)d schedule; it fires from now on.",
+            "Enabled %(count)d schedules; they fire from now on.",
+            count,
+        ) % {"count": count}
+        if orphans:
+            said += " " + _(
+                "Taken over, as their owner was removed: you are the owner of %(names)s, "
+                "and their runs start as you."
+            ) % {"names": ", ".join(orphans)}
+        self.message_user(request, said)
 
     @admin.action(description=gettext_lazy("Disable selected schedules"), permissions=["change"])
     def disable_action(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
@@ -377,7 +382,10 @@ def _toggled(schedule: Schedule, enabled: bool) -> str:
     if not enabled:
         return _("Paused: nothing fires until it is resumed.")
     if schedule.owner_removed:
-        return _("Resumed as the deployment's own: armed from now; its runs have no owner.")
+        return _(
+            "Resumed and taken over: you are its owner now, and its runs start as you; "
+            "armed from now."
+        )
     return _("Resumed: armed from now; what it missed while paused is not made up.")
 
 

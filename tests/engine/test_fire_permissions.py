@@ -287,10 +287,11 @@ def test_deleting_the_owner_parks_the_schedule_and_its_fires(
     ]
 
 
-def test_schedule_of_removed_owner_enabled_again_fires_as_no_one(
+def test_schedule_of_removed_owner_enabled_again_fires_as_the_enabler(
     clock: DrivenClock, worker: Worker, rehearsal: Rehearsal
 ) -> None:
-    """*Enable* takes it over as the deployment's own: armed from now, fired without owner."""
+    """*Enable* takes it over as the enabler's (never as no one): armed from now, fired
+    as the enabler."""
     root = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
     alice = user("alice")
     row = hourly(alice)
@@ -300,10 +301,10 @@ def test_schedule_of_removed_owner_enabled_again_fires_as_no_one(
 
     assert operations.set_enabled_for(root, [stored(row)], enabled=True) == 1
     taken = stored(row)
-    assert taken.owner_removed is False
+    assert (taken.owner_removed, taken.owner_id) == (False, root.pk)
     assert taken.armed is False
     rehearsal.advance(HOUR + MINUTE)  # armed at 12:00, its grid from there
-    assert runs_of(row) == [(utc(13), None)]
+    assert runs_of(row) == [(utc(13), root.pk)]
     assert stored(row).problem == ""
 
 
