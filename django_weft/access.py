@@ -17,11 +17,16 @@ the live sockets and the admin's views, in Django's model permissions.
 A refusal names the permission that is missing, so a client can tell an operator what
 to grant instead of guessing.
 
+Work on many rows at once (a bulk action by filter) asks the same rules of a queryset:
+each predicate it needs has a twin beside it that narrows a queryset to the rows it
+allows (:func:`narrow`), so rows the user may not touch are never read one by one.
+
 A schedule starts its runs as its owner, so each of its fires asks again whether that
 owner may start runs now (:func:`owners_who_may_start`, :func:`owner_refusal`): active,
 and holding ``add_run``. A schedule without an owner is the deployment's own (made in
 code, a fixture or the shell) and fires as before, as no one; one whose owner's user was
-deleted is not, and fires nothing until it is taken over.
+deleted is not, and fires nothing until someone who may start its runs takes it over, and
+so becomes its owner (``django_weft.operations.schedules.require_take_over``).
 """
 
 from __future__ import annotations
