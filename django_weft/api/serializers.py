@@ -231,17 +231,26 @@ class ScheduleViewSerializer(ViewerSerializer[Schedule]):
         return chosen(obj, context=self.context).data
 
 
-class RunStartSerializer(serializers.Serializer[Any]):
-    """The body of a start: the job's name and its args (checked by the job's own
-    serializer), and optionally the run's priority, queue and moment it may begin.
+class RunStartFormSerializer(serializers.Serializer[Any]):
+    """A start's job and args: the browsable API's forms for ``POST runs/``.
 
-    It describes the body for the schema and the browsable API's form; the body itself is
-    checked by :func:`django_weft.operations.parse_start`, as a socket's start frame is,
-    which refuses any other key naming it.
+    An HTML form sends every input, an empty one as ``""``, which a start refuses for its
+    priority, queue and ``not_before``; so the forms offer only these two, and the raw
+    JSON form starts with a body a start takes. The body itself is checked by
+    :func:`django_weft.operations.parse_start`, as a socket's start frame is.
     """
 
     job = serializers.CharField(max_length=operations.JOB_NAME_LENGTH)
     args = serializers.DictField(required=False, default=dict)
+
+
+class RunStartSerializer(RunStartFormSerializer):
+    """The body of a start, for the schema: the job's name and its args (checked by the
+    job's own serializer), and optionally the run's priority, queue and the moment it
+    may begin. :func:`django_weft.operations.parse_start` refuses any other key, naming
+    it.
+    """
+
     priority = serializers.IntegerField(
         required=False,
         min_value=MIN_PRIORITY,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import NON_FIELD_ERRORS, RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.db.models import Prefetch, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, QueryDict
 from django.http.response import HttpResponseBase
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.types import OpenApiTypes
@@ -48,6 +48,7 @@ from django_weft.api.serializers import (
     RefusalSerializer,
     RunBulkSerializer,
     RunFilterSerializer,
+    RunStartFormSerializer,
     RunStartSerializer,
     RunViewSerializer,
     ScheduleOwnerSerializer,
@@ -69,6 +70,8 @@ API_PERMISSIONS: list[type[BasePermission]] = [IsAuthenticated]
 
 #: The request header a client sets to make a start safe to resend.
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+#: The field of an HTML form that carries its CSRF token (Django's name for it).
+CSRF_FORM_FIELD = "csrfmiddlewaretoken"
 #: Seconds a client is told to wait before resending a request refused by an outage.
 RETRY_AFTER_OUTAGE = 5
 
@@ -231,7 +234,7 @@ class RunViewSet(
         """What a request sends (the browsable API's forms are built from it); replies
         are always :class:`RunViewSerializer`."""
         if self.action == "create":
-            return RunStartSerializer
+            return RunStartFormSerializer
         if self.action == "abort":
             return NoBodySerializer
         if self.action == "bulk":
@@ -289,7 +292,7 @@ class RunViewSet(
         """
         with refusals():
             asked = operations.parse_start(
-                request.user, request.data, key=request.headers.get(IDEMPOTENCY_HEADER)
+                request.user, start_input(request), key=request.headers.get(IDEMPOTENCY_HEADER)
             )
             run, created = operations.start_for(request.user, asked)
         return self.reply(run, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
@@ -349,6 +352,16 @@ class RunViewSet(
             selection = parse_selection(request.data, self.get_queryset())
             result = operations.bulk_for(request.user, chosen, **selection)
         return Response(BulkResultSerializer(result).data)
+
+
+def start_input(request: Request) -> object:
+    """What a start's body asks for: its JSON, or an HTML form's fields (the browsable
+    API's) without the token the form carries for the CSRF check, which is no part of
+    the start."""
+    data = request.data
+    if isinstance(data, QueryDict):
+        return {name: value for name, value in data.items() if name != CSRF_FORM_FIELD}
+    return data
 
 
 @extend_schema_view(

@@ -8,12 +8,16 @@ process has (malformed or not) is a 400 naming ``job``. Every refusal writes not
 
 from __future__ import annotations
 
+import html
+import json
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -244,3 +248,32 @@ def test_api_start_checks_add_run_before_anything_about_the_job(body: Any) -> No
         {"detail": "you may not start runs (needs django_weft.add_run)"},
     )
     assert not Run.objects.exists()
+
+
+def test_api_browsable_forms_start_a_run_as_they_come() -> None:
+    """The browsable API's raw JSON form, with a job typed in, and its HTML form (job
+    only, with the CSRF token every such form carries) both start a run: neither sends a
+    key a start refuses."""
+    user = get_user_model().objects.create_user("browser")
+    user.user_permissions.add(Permission.objects.get(codename="add_run"))
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user)
+    page = browser.get(RUNS, headers={"accept": "text/html"})
+    raw = re.search(r'<textarea[^>]*name="_content"[^>]*>(.*?)</textarea>', page.text, re.S)
+    assert raw is not None
+    body = json.loads(html.unescape(raw.group(1)))
+    assert body == {"job": "", "args": {}}
+    token = browser.cookies["csrftoken"].value
+    typed = browser.post(
+        RUNS,
+        json.dumps({**body, "job": "tests.noop"}),
+        content_type="application/json",
+        headers={"x-csrftoken": token},
+    )
+    assert typed.status_code == 201, typed.content
+    inputs = re.findall(r'<input[^>]*name="([a-z_]+)"', page.text)
+    assert {"csrfmiddlewaretoken", "job"} <= set(inputs)
+    assert not {"priority", "queue", "not_before"} & set(inputs)
+    form = browser.post(RUNS, {"csrfmiddlewaretoken": token, "job": "tests.noop"})
+    assert form.status_code == 201, form.content
+    assert Run.objects.count() == 2
