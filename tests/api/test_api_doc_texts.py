@@ -95,6 +95,23 @@ def test_api_doc_error_bodies_are_what_a_start_answers(body: str, request_body: 
     assert (response.status_code, response.json()) == (400, documented(body))
 
 
+def test_api_doc_error_body_of_a_schedule_of_no_job() -> None:
+    """A schedule's create words an unknown job its own way, as the page shows."""
+    user = get_user_model().objects.create_user("planner")
+    user.user_permissions.add(*Permission.objects.filter(codename__in=["add_run", "add_schedule"]))
+    client = APIClient()
+    client.force_authenticate(get_user_model().objects.get(pk=user.pk))
+    for job in ("x", ".x"):
+        response = client.post(
+            "/api/weft/schedules/", {"name": "n", "job": job, "every": "1:00:00"}, format="json"
+        )
+        expected = documented(r'{"job": ["No job named \"x\" is registered."]}')
+        assert (response.status_code, response.json()) == (
+            400,
+            {"job": [expected["job"][0].replace('"x"', f'"{job}"')]},
+        )
+
+
 def test_api_doc_error_bodies_of_the_permission_depth_and_size_limits() -> None:
     client = APIClient()
     client.force_authenticate(get_user_model().objects.create_user("guest"))
