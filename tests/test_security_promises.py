@@ -278,6 +278,104 @@ PROMISES: list[tuple[str, str]] = [
     ),
 ]
 
+PARKING = "tests/console/test_console_schedule_parking.py"
+PARKED_API = "tests/api/test_api_parked_schedules.py"
+APPROVALS = "tests/console/test_console_module_approvals.py"
+BULK = "tests/test_bulk_operations.py"
+
+PROMISES += [
+    (
+        "Taking it over needs what starting its runs needs",
+        f"{MATRIX}::test_taking_over_a_schedule_needs_what_its_start_needs",
+    ),
+    (
+        "Taking it over needs what starting its runs needs",
+        f"{PARKED_API}::test_enabling_a_module_schedule_whose_owner_was_removed_needs_the_module",
+    ),
+    (
+        "Taking it over needs what starting its runs needs",
+        f"{PARKING}::test_enable_of_a_removed_owners_row_without_add_run_is_refused_naming_it",
+    ),
+    (
+        "it never becomes the deployment's own, firing as no one",
+        "tests/engine/test_fire_permissions.py::"
+        "test_schedule_of_removed_owner_enabled_again_fires_as_the_enabler",
+    ),
+    (
+        "it never becomes the deployment's own, firing as no one",
+        f"{PARKED_API}::test_enabling_a_schedule_whose_owner_was_removed_makes_the_editor_its_owner",
+    ),
+    (
+        "Each take-over is recorded as such",
+        f"{MATRIX}::test_enabling_a_schedule_whose_owner_was_removed_makes_the_enabler_its_owner",
+    ),
+    (
+        "Each take-over is recorded as such",
+        f"{PARKING}::test_schedule_page_of_removed_owner_offers_resume_which_takes_it_over",
+    ),
+    (
+        "An approval in the console names the revision approved",
+        f"{APPROVALS}::test_module_list_action_approves_only_the_revision_its_row_showed",
+    ),
+    (
+        "An approval in the console names the revision approved",
+        f"{APPROVALS}::test_module_page_button_refuses_a_revision_saved_since_the_page_was_shown",
+    ),
+    (
+        "An approval in the console names the revision approved",
+        f"{APPROVALS}::test_module_list_action_without_the_shown_revision_approves_nothing",
+    ),
+    (
+        "A stored module's delete is recorded under its id and name",
+        f"{AUDIT}::test_audit_module_delete_is_on_record_with_its_name_and_owner",
+    ),
+    (
+        "A stored module's delete is recorded under its id and name",
+        f"{APPROVALS}::test_module_delete_in_the_admin_is_on_record_once",
+    ),
+    (
+        "(schedules and stored modules) never log a second, unchecked history entry",
+        f"{APPROVALS}::test_module_saves_in_the_admin_write_one_history_entry_each",
+    ),
+    (
+        "(schedules and stored modules) never log a second, unchecked history entry",
+        f"{CONSOLE_AUDIT}::test_console_schedule_history_has_each_save_once",
+    ),
+    (
+        "(schedules and stored modules) never log a second, unchecked history entry",
+        f"{AUDIT}::test_audit_delete_selected_schedules_goes_through_the_service_layer",
+    ),
+    (
+        "is narrowed, in its query, to the runs the user may act on",
+        f"{BULK}::test_bulk_by_filter_without_the_permission_reads_no_run",
+    ),
+    (
+        "is narrowed, in its query, to the runs the user may act on",
+        f"{BULK}::test_bulk_retry_by_filter_without_add_run_is_one_query",
+    ),
+    (
+        "is narrowed, in its query, to the runs the user may act on",
+        f"{BULK}::test_bulk_by_filter_reads_only_the_users_own_runs",
+    ),
+    (
+        "is narrowed, in its query, to the runs the user may act on",
+        "tests/api/test_api_bulk.py::"
+        "test_bulk_delete_by_filter_without_the_permission_judges_no_run",
+    ),
+    (
+        "is narrowed, in its query, to the runs the user may act on",
+        f"{MATRIX}::test_each_narrowing_keeps_exactly_the_runs_its_rule_allows",
+    ),
+    (
+        "A filter matching more than 10,000 runs is refused naming that cap",
+        f"{BULK}::test_bulk_by_filter_over_the_cap_is_refused_naming_it",
+    ),
+    (
+        "A filter matching more than 10,000 runs is refused naming that cap",
+        "tests/api/test_api_bulk.py::test_bulk_by_filter_over_the_cap_is_a_400_naming_it",
+    ),
+]
+
 #: Sentences with a promise word that promise nothing of the code's: where the tests are,
 #: and advice to the reader.
 NOT_PROMISES = (
