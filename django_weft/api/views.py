@@ -184,8 +184,9 @@ class WeftViewSetMixin:
             response["Retry-After"] = str(RETRY_AFTER_OUTAGE)
             return response
         if isinstance(exc, RequestDataTooBig):
-            # Django's refusal of a body whose size it found while reading it (no
-            # Content-Length to go by); left alone, its HTML 400 and a logged traceback.
+            # Django's refusal of a body it found over the limit as it came to read it
+            # (longer than its Content-Length said); left alone, its HTML 400 and a
+            # logged traceback.
             exc = BodyTooLarge(body_limit() or 0)
         handled: Response = super().handle_exception(exc)  # type: ignore[misc]
         return handled
