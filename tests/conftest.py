@@ -11,7 +11,7 @@ import pytest_django
 from asgiref.sync import SyncToAsync
 from channels.layers import channel_layers
 from django.contrib.contenttypes.models import ContentType
-from django.db import connections, transaction
+from django.db import connections
 from django.test import TransactionTestCase
 
 from django_weft.engine.worker import Worker
@@ -21,6 +21,7 @@ from django_weft.models import Schedule
 from django_weft.signals import schedule_failed
 from django_weft.tasks import framework_installed
 from django_weft.testing import DrivenClock, Rehearsal
+from tests.databases import delete_rows, last_ids
 from tests.live_client import CommunicatorSocket
 
 #: tests/tasks needs a tasks framework: django.tasks (Django 6.0+) or the django-tasks
@@ -164,10 +165,6 @@ def _no_connection_left_on_asgirefs_thread() -> Iterator[None]:
     SyncToAsync.single_thread_executor.submit(connections.close_all).result()
 
 
-#: Tables that migrate's post_migrate handlers fill (content types, permissions).
-MIGRATE_WRITES = ("django_content_type", "auth_permission")
-
-
 @pytest.fixture(scope="session")
 def django_db_setup(
     django_db_setup: None, django_db_blocker: pytest_django.DjangoDbBlocker
@@ -177,13 +174,12 @@ def django_db_setup(
     After each transactional test Django's ``flush`` empties every table, then sends
     post_migrate to write the content types and permissions again: 0.15-0.25 s a test on
     SQLite, and its ``TRUNCATE`` of every table 0.5 s or more on PostgreSQL, with some
-    400 such tests. This ends them instead by deleting the rows of every table but
-    those two, and the rows of those two that a test added (past what migrate wrote),
-    which leaves the database as flush and post_migrate would (with the same ids).
+    400 such tests. This ends them instead by deleting the rows they wrote
+    (:mod:`tests.databases`).
     Tests that ask for ``serialized_rollback`` or ``available_apps`` keep Django's flush.
     """
     with django_db_blocker.unblock():
-        written = {alias: _last_ids(alias) for alias in connections}
+        written = {alias: last_ids(alias) for alias in connections}
     flush = TransactionTestCase._fixture_teardown
 
     def delete_what_tests_wrote(case: TransactionTestCase) -> None:
@@ -191,33 +187,9 @@ def django_db_setup(
             flush(case)
             return
         for alias in case._databases_names(include_mirrors=False):
-            _delete_rows(alias, written[alias])
+            delete_rows(alias, written[alias])
         ContentType.objects.clear_cache()
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(TransactionTestCase, "_fixture_teardown", delete_what_tests_wrote)
         yield
-
-
-def _last_ids(alias: str) -> dict[str, int]:
-    """The highest id of each table that migrate writes, as migrate left it."""
-    connection = connections[alias]
-    with connection.cursor() as cursor:
-        last = {}
-        for table in MIGRATE_WRITES:
-            cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {connection.ops.quote_name(table)}")
-            last[table] = int(cursor.fetchone()[0])
-    return last
-
-
-def _delete_rows(alias: str, written: dict[str, int]) -> None:
-    connection = connections[alias]
-    tables = connection.introspection.django_table_names(only_existing=True, include_views=False)
-    # One transaction: the foreign keys are deferred, so the order of the tables is free.
-    with transaction.atomic(using=alias), connection.cursor() as cursor:
-        for table in tables:
-            quoted = connection.ops.quote_name(table)
-            if table in written:
-                cursor.execute(f"DELETE FROM {quoted} WHERE id > %s", [written[table]])
-            else:
-                cursor.execute(f"DELETE FROM {quoted}")

@@ -16,10 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+import pytest_django
 from django.contrib import admin
 from django.contrib.auth import get_user_model
+from django.test import TransactionTestCase
 from django.urls import reverse
 from playwright.sync_api import Browser, Page
 
@@ -34,6 +37,7 @@ from django_weft.models import (
 )
 from django_weft.operations import pause_queue_for, start
 from tests.browsers import admin_page, console_server
+from tests.databases import delete_rows, last_ids
 from tests.jobs import broken, build, noop
 from tests.processes import wait_for
 
@@ -101,23 +105,47 @@ class Console:
     rows: dict[str, str]
 
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _orm_beside_playwright() -> Iterator[None]:
-    """The test's ORM calls run while playwright's sync API holds an event loop in this
+    """The fixture's ORM calls run while playwright's sync API holds an event loop in this
     thread (see tests/browser/test_console_browser.py)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         yield
 
 
-@pytest.fixture
-def console(transactional_db: None) -> Iterator[Console]:
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(scope="module")
+def console(django_db_blocker: pytest_django.DjangoDbBlocker) -> Iterator[Console]:
     """A server with a row of every kind: a superuser, a schedule, a module, runs that
-    finished (done and failed) and one that runs, a paused queue on record."""
+    finished (done and failed) and one that runs, a paused queue on record.
+
+    One for the module: its tests only read pages, so the rows and the server (a
+    process that takes seconds to start) are shared. While it lives, the end of each
+    transactional test leaves the rows (the tests write none); they are deleted when the
+    module is done, as a transactional test's are (:mod:`tests.databases`).
+    """
     assert AXE.exists(), f"axe-core is missing: run `npm ci` in {AXE.parents[2]}"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(TransactionTestCase, "_fixture_teardown", lambda case: None)
+        with django_db_blocker.unblock():
+            written = last_ids("default")
+        try:
+            with django_db_blocker.unblock():
+                root, schedule, module = console_rows()
+            with console_server() as base:
+                with django_db_blocker.unblock():
+                    rows = console_runs(root, schedule, module)
+                yield Console(base, rows)
+        finally:
+            with django_db_blocker.unblock():
+                delete_rows("default", written)
+
+
+def console_rows() -> tuple[Any, Schedule, Module]:
+    """The superuser, a schedule (and another) and a module the pages show."""
     root = get_user_model().objects.create_superuser("root", "root@example.com", "root")
     schedule = Schedule.objects.create(
         name="nightly digest for the whole newsroom",
@@ -127,32 +155,35 @@ def console(transactional_db: None) -> Iterator[Console]:
     )
     Schedule.objects.create(name="refresh.sitemap", job="tests.noop", every=timedelta(minutes=20))
     module = Module.objects.create(name="greeter", source="def hello(name):\n    return name\n")
-    with console_server() as base:
-        done = start(build, {"steps": 1, "interval": 0})
-        start(broken)
-        start(build, {"steps": 10_000, "interval": 1})
-        wait_for(
-            lambda: (
-                Run.objects.filter(status="running").exists()
-                and Run.objects.finished().count() == 2
-            ),
-            what="two finished runs and a running one",
+    return root, schedule, module
+
+
+def console_runs(root: Any, schedule: Schedule, module: Module) -> dict[str, str]:
+    """Runs the server executes (done, failed, running), a paused queue and runs of long
+    names; the id of one row of each kind, for the pages of a row."""
+    done = start(build, {"steps": 1, "interval": 0})
+    start(broken)
+    start(build, {"steps": 10_000, "interval": 1})
+    wait_for(
+        lambda: (
+            Run.objects.filter(status="running").exists() and Run.objects.finished().count() == 2
+        ),
+        what="two finished runs and a running one",
+    )
+    pause_queue_for(root, "reports")
+    # Names of the width that broke words: "shell.ru|n", "defaul|t", "sh|ell|.n|oti|fy".
+    for job, queue in (("shell.run", "default"), ("shell.notify", "reports-for-the-editors")):
+        Run.objects.filter(pk=start(noop).pk).update(
+            job=job, queue=queue, status=RunStatus.DONE, owner=root
         )
-        pause_queue_for(root, "reports")
-        # Names of the width that broke words: "shell.ru|n", "defaul|t", "sh|ell|.n|oti|fy".
-        for job, queue in (("shell.run", "default"), ("shell.notify", "reports-for-the-editors")):
-            Run.objects.filter(pk=start(noop).pk).update(
-                job=job, queue=queue, status=RunStatus.DONE, owner=root
-            )
-        rows = {
-            "schedule": str(schedule.pk),
-            "run": str(done.pk),
-            "module": str(module.pk),
-            "document": str(Document.objects.get(run=done).pk),
-            "workerprocess": str(WorkerProcess.objects.get().pk),
-            "auditrecord": str(AuditRecord.objects.get().pk),
-        }
-        yield Console(base, rows)
+    return {
+        "schedule": str(schedule.pk),
+        "run": str(done.pk),
+        "module": str(module.pk),
+        "document": str(Document.objects.get(run=done).pk),
+        "workerprocess": str(WorkerProcess.objects.get().pk),
+        "auditrecord": str(AuditRecord.objects.get().pk),
+    }
 
 
 def registered() -> list[str]:

@@ -1,4 +1,5 @@
-"""The end of a transactional test (tests/conftest.py's ``django_db_setup``) leaves the
+"""The end of a transactional test (tests/conftest.py's ``django_db_setup``, with
+tests/databases.py) leaves the
 database as Django's flush and post_migrate would: every row a test wrote is gone, the
 content types and permissions that migrate wrote are still there."""
 
@@ -12,7 +13,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 
 from django_weft.models import Schedule
-from tests.conftest import MIGRATE_WRITES, _delete_rows, _last_ids
+from tests.databases import MIGRATE_WRITES, delete_rows, last_ids
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,7 +31,7 @@ def filled_tables() -> set[str]:
 def test_database_cleanup_deletes_what_a_test_wrote() -> None:
     """Rows in Django's and django-weft's tables, a permission a test added and its
     grant all go; the content types and permissions migrate wrote stay, ids and all."""
-    written = _last_ids("default")
+    written = last_ids("default")
     migrated = (
         set(ContentType.objects.values_list("pk", "app_label", "model")),
         set(Permission.objects.values_list("pk", "content_type", "codename")),
@@ -44,7 +45,7 @@ def test_database_cleanup_deletes_what_a_test_wrote() -> None:
     Schedule.objects.create(name="s", job="tests.noop", every=timedelta(hours=1))
     assert len(filled_tables()) > 4
 
-    _delete_rows("default", written)
+    delete_rows("default", written)
 
     assert filled_tables() == set(MIGRATE_WRITES)
     assert (
