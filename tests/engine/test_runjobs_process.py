@@ -12,6 +12,8 @@ from django.utils import timezone
 from django_weft.jobs.registry import registry
 from django_weft.models import Run, RunStatus, Schedule, WorkerProcess
 from django_weft.operations import start
+from tests.jobs import open_gate
+from tests.patience import EVENTUALLY
 from tests.processes import Runjobs, runjobs, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -110,6 +112,28 @@ def test_runjobs_second_signal_ends_a_run_that_ignores_aborts() -> None:
     assert process.returncode == 1, output
     ended = Run.objects.get(pk=run.pk)
     assert (ended.status, ended.error_type) == (RunStatus.ABORTED, "WorkerStopped")
+
+
+def test_runjobs_keeps_timeouts_while_runs_finish_after_sigterm() -> None:
+    """A stopping worker still keeps its runs' timeouts (nobody else will: it beats): a
+    run that ignores its timeout is finished lost (Timeout) after the timeout's grace, not
+    at the end of a long shutdown grace, and the worker exits."""
+    run, process = running(
+        "tests.stubborn",
+        3600.0,
+        "--shutdown-grace",
+        "600",
+        extra_env={"WEFT_TEST_TIMEOUT_GRACE": "2"},
+    )
+    try:
+        process.send_signal(signal.SIGTERM)
+        output = process.finish(EVENTUALLY)
+    finally:
+        open_gate(run.pk)  # its abandoned thread may end
+    assert process.returncode == 0, output
+    lost = Run.objects.get(pk=run.pk)
+    assert (lost.status, lost.error_type) == (RunStatus.LOST, "Timeout")
+    assert "did not stop within 2s of being asked" in lost.error_message
 
 
 def test_runjobs_keeps_beating_while_runs_finish_after_sigterm() -> None:

@@ -207,6 +207,80 @@ def test_sigstop_past_lost_after_then_sigcont(
     assert other.poll() is None
 
 
+#: Workers that beat four times a second and count 1.5 s of silence as death, for the
+#: tests of stuck workers below: with the liveness lock (PostgreSQL) a paused worker is
+#: never declared dead, so a short window costs nothing but wall time saved.
+QUICK_HEARTBEAT = {"WEFT_TEST_HEARTBEAT_INTERVAL": "0.25", "WEFT_TEST_LOST_AFTER": "1.5"}
+
+
+def test_sigstop_past_a_timeout_ends_that_run_only(
+    postgres: PostgresCluster, start_runjobs: Callable[..., Runjobs]
+) -> None:
+    """A worker paused with a run past its timeout (1 s) and grace, and a run without a
+    timeout: once it has missed two beats, another worker finishes the first lost
+    (Timeout); the second stays running on it, and it is not declared dead however long
+    it stays paused (it holds its liveness lock). Resumed, its late outcome is
+    discarded, it beats on as the same worker, finishes the second run, and each finish
+    hook ran once."""
+    overdue = start(registry.get("tests.watched_stuck"))
+    patient = start(registry.get("tests.watched_gate"))
+    both = Run.objects.filter(pk__in=[overdue.pk, patient.pk])
+    # Its own grace is long: only another worker can end the run while the test runs.
+    paused = start_runjobs(
+        "--no-schedules",
+        "--concurrency",
+        "2",
+        extra_env={**QUICK_HEARTBEAT, "WEFT_TEST_TIMEOUT_GRACE": "600"},
+    )
+    wait_for(lambda: both.filter(status=RunStatus.RUNNING).count() == 2, what="both claims")
+    (paused_id,) = set(both.values_list("worker_id", flat=True))
+    wait_for(lambda: lock_holder(postgres, paused_id) is not None, what="its liveness lock")
+    other = start_runjobs(
+        "--no-schedules",
+        "--queue",
+        "elsewhere",
+        extra_env={**QUICK_HEARTBEAT, "WEFT_TEST_TIMEOUT_GRACE": "0.5"},
+    )
+    wait_for(lambda: WorkerProcess.objects.filter(pid=other.pid).exists(), what="the other")
+    other_row = WorkerProcess.objects.get(pid=other.pid)
+
+    paused.send_signal(signal.SIGSTOP)
+    try:
+        silenced = WorkerProcess.objects.get(pk=paused_id).last_beat
+        wait_for(lambda: Run.objects.get(pk=overdue.pk).is_finished, what="the overdue run")
+        lost = Run.objects.get(pk=overdue.pk)
+        assert (lost.status, lost.error_type) == (RunStatus.LOST, "Timeout"), lost.error_message
+        assert lost.error_message.endswith("another worker finished it")
+        assert lost.finished_at - lost.started_at >= timedelta(seconds=1.5), "timeout + grace"
+        beat = float(QUICK_HEARTBEAT["WEFT_TEST_HEARTBEAT_INTERVAL"])
+        assert lost.finished_at - silenced >= timedelta(seconds=2 * beat), "two beats missed"
+        window = timedelta(seconds=float(QUICK_HEARTBEAT["WEFT_TEST_LOST_AFTER"]) + 1)
+        wait_for(
+            lambda: (
+                WorkerProcess.objects.get(pk=other_row.pk).last_beat
+                > max(silenced, other_row.started_at) + window
+            ),
+            what="the other worker to beat (and reap) past the paused one's lost-after window",
+        )
+        assert Run.objects.get(pk=patient.pk).status == RunStatus.RUNNING, "no timeout: kept"
+        assert WorkerProcess.objects.get(pk=paused_id).stopped_at is None, "alive: its lock"
+    finally:
+        paused.send_signal(signal.SIGCONT)
+        open_gate(overdue.pk)  # it returns now: its outcome (done) is late
+        open_gate(patient.pk)
+
+    wait_for(lambda: Run.objects.get(pk=patient.pk).is_finished, what="the kept run")
+    wait_for(lambda: paused.printed(f"outcome of run {overdue.pk}"), what="the late outcome")
+    assert Run.objects.get(pk=overdue.pk).status == RunStatus.LOST
+    assert finishes(overdue.pk) == {"count": 1, "kinds": ["lost"]}
+    kept = Run.objects.get(pk=patient.pk)
+    assert (kept.status, kept.worker_id) == (RunStatus.DONE, paused_id)
+    assert finishes(patient.pk) == {"count": 1, "kinds": ["done"]}
+    assert not paused.printed("was declared dead"), paused.output()
+    assert WorkerProcess.objects.get(pk=paused_id).stopped_at is None
+    assert paused.poll() is None
+
+
 def test_retries_fail_twice_then_done_on_attempt_three(
     start_runjobs: Callable[..., Runjobs],
 ) -> None:
@@ -240,6 +314,32 @@ def test_timeout_frees_the_concurrency_slot(start_runjobs: Callable[..., Runjobs
     following = start(stubborn, {"seconds": 0})
     wait_for(lambda: Run.objects.get(pk=following.pk).status == RunStatus.DONE, what="the next")
     open_gate(run.pk)  # the old thread may end now: the worker stops without waiting
+
+
+def test_a_stopping_worker_claims_no_run_started_after_it_says_so(
+    start_runjobs: Callable[..., Runjobs],
+) -> None:
+    """SIGTERM with a run in flight and a long shutdown grace: a run started after the
+    "stopping" line is never claimed by that worker, by the rest of the round the signal
+    interrupted or by the run thread that ends the run in flight. It is still queued when
+    the process exits, and another worker takes it."""
+    gated = start(registry.get("tests.watched_gate"))
+    stopping = start_runjobs("--shutdown-grace", "600")
+    wait_for(lambda: Run.objects.get(pk=gated.pk).status == RunStatus.RUNNING, what="the claim")
+    stopping.send_signal(signal.SIGTERM)
+    wait_for(lambda: stopping.printed("stopping: no new runs"), what="the stop")
+    later = start(registry.get("tests.watched_sleep"), {"seconds": 0})
+    open_gate(gated.pk)  # the run in flight ends, on the thread that would claim next
+    output = stopping.finish()
+    assert stopping.returncode == 0, output
+    assert Run.objects.get(pk=gated.pk).status == RunStatus.DONE
+    waiting = Run.objects.get(pk=later.pk)
+    assert (waiting.status, waiting.worker_id, waiting.attempt) == (RunStatus.QUEUED, None, 0)
+
+    start_runjobs("--no-schedules")
+    wait_for(lambda: Run.objects.get(pk=later.pk).is_finished, what="another worker's claim")
+    assert Run.objects.get(pk=later.pk).status == RunStatus.DONE
+    assert finishes(later.pk) == {"count": 1, "kinds": ["done"]}
 
 
 def test_api_start_during_an_outage_is_a_clear_503(postgres: PostgresCluster) -> None:

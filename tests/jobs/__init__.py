@@ -370,6 +370,21 @@ def watched_gate_finished(outcome: Outcome, tx: FinishContext) -> None:
     watched_sleep_finished(outcome, tx)
 
 
+@job("tests.watched_stuck", timeout=1)
+def watched_stuck(ctx: RunContext) -> str:
+    """Ignores its one-second timeout (never sleeps or checks) until its gate opens, then
+    returns; its finish hook counts finishes per run, as tests.watched_sleep's does."""
+    gate = Document.objects.filter(key=gate_key(ctx.run_id))
+    while not gate.exists():
+        time.sleep(0.05)
+    return "finished after all"
+
+
+@watched_stuck.finish
+def watched_stuck_finished(outcome: Outcome, tx: FinishContext) -> None:
+    watched_sleep_finished(outcome, tx)
+
+
 #: A NUL character, made where a job makes it: args holding one are refused at start.
 NUL = chr(0)
 
