@@ -127,8 +127,7 @@ def test_schedule_page_of_removed_owner_offers_resume_which_takes_it_over(
     assert (taken.owner_removed, taken.armed) == (False, False)
     assert taken.owner.get_username() == "root"
     assert messages_of(response) == [
-        "Resumed and taken over: you are its owner now, and its runs start as you; "
-        "armed from now."
+        "Resumed and taken over: you are its owner now, and its runs start as you; armed from now."
     ]
     record = AuditRecord.objects.get(action=AuditAction.SCHEDULE_TAKE_OVER)
     assert (record.actor_name, record.object_id, record.via) == ("root", str(orphan.pk), "admin")
