@@ -16,8 +16,7 @@ modules of their own beside it:
 
 - :mod:`~django_weft.engine.options`: what the worker was told (flags, keywords);
 - :mod:`~django_weft.engine.inflight`: the runs it executes, claimed, not yet recorded;
-- :mod:`~django_weft.engine.membership`: its row, heartbeat, liveness lock and fence
-  among the workers, and reaping the dead ones;
+- :mod:`~django_weft.engine.membership`: its row, heartbeat, liveness lock, fence, reaping;
 - :mod:`~django_weft.engine.reports`: the outcomes the run threads hand to the loop,
   kept while the database is down;
 - :mod:`~django_weft.engine.timeouts`: runs past their timeout, asked to stop, given up;
