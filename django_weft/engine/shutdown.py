@@ -13,10 +13,11 @@ the grace allows.
 The end of claiming is kept where each claim is made, not where the loop decides to
 claim (:meth:`Shutdown.unless_stopping`): a round the loop began before the signal, or a
 run thread that ended its run just then, goes on to its claim step, and must take
-nothing. Every claim looks at the stop, and makes its statement, holding a lock; the
-"stopping" line is logged holding it too, by the stop or, when a claim was under way, by
-that claim as it ends. So a claim either ended before the line, or sees the stop and
-takes nothing; and the signal handler never waits for a claim.
+nothing. Every claim looks at the stop and counts itself under way in one step, and the
+"stopping" line is logged only when no claim is under way: by the stop, or by the last
+claim under way as it ends. So a claim either ended before the line, or sees the stop
+and takes nothing; claims on several threads still go on side by side, and the signal
+handler never waits for one.
 
 Apart from the loop because it runs after it, in real seconds whatever the clock; of
 the loop's steps it keeps up only the heartbeat, the recording and the timeouts.
@@ -72,11 +73,13 @@ class Shutdown:
         self.grace = grace
         #: Set by the first stop: nothing is claimed or fired any more, and the loop ends.
         self.requested = threading.Event()
-        #: Held by a claim from its look at ``requested`` to the end of its statement, and
-        #: while "stopping" is logged. Never waited for by a stop: the signal handler
-        #: runs on the loop's thread, which may be inside a claim when the signal comes.
-        self._claims = threading.Lock()
-        #: Whether "stopping" was logged (read and written holding ``_claims``).
+        #: Guards ``_claiming`` and ``_announced``, for a few statements at a time (never
+        #: across a claim), and is never waited for by a stop: the signal handler runs on
+        #: the loop's thread, which may hold it when the signal comes.
+        self._lock = threading.Lock()
+        #: How many claims are under way, on any thread.
+        self._claiming = 0
+        #: Whether "stopping" was logged.
         self._announced = False
         #: Set by a second stop: running runs are aborted now, not after the grace.
         self.forced = threading.Event()
@@ -109,28 +112,36 @@ class Shutdown:
         """The runs ``claim`` takes, or none (without calling it) once a stop was requested.
 
         Every claim of the worker, the loop's and the run threads', goes through here.
+        Claims on several threads go on side by side; only the saying of the stop waits
+        for them.
         """
         try:
-            with self._claims:
+            with self._lock:
                 if self.requested.is_set():
                     return []
+                self._claiming += 1
+            try:
                 return claim()
+            finally:
+                with self._lock:
+                    self._claiming -= 1
         finally:
             if self.requested.is_set():
-                # A stop that came during this claim left the saying of it to the claim.
+                # A stop that came meanwhile may have left the saying of it to this claim.
                 self._announce()
 
     def _announce(self) -> None:
-        """Log the stop, once, if no claim is under way; else the claim's end comes back
-        here (see :meth:`unless_stopping`), so the last one to let go says it."""
-        if not self._claims.acquire(blocking=False):
+        """Log the stop, once, when no claim is under way. Whoever finds a claim under
+        way, or the lock taken, leaves it: every claim comes back here as it ends (see
+        :meth:`unless_stopping`), so the last one says it."""
+        if not self._lock.acquire(blocking=False):
             return
         try:
-            if not self._announced:
+            if self._claiming == 0 and not self._announced:
                 self._announced = True
                 logger.info("stopping: no new runs; waiting up to %ss for running ones", self.grace)
         finally:
-            self._claims.release()
+            self._lock.release()
 
     def force(self) -> None:
         """Abort running runs now instead of waiting for the grace."""

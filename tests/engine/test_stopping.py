@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from functools import partial
 
 import pytest
 from django.test import override_settings
@@ -96,27 +97,35 @@ def test_a_run_thread_that_decided_to_claim_before_a_stop_claims_nothing(
 def test_the_stop_is_said_once_no_claim_is_under_way(
     worker: Worker, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A stop during a claim on another thread is in force at once but waits for nothing:
-    "stopping" is logged when that claim ends, once, and every claim after it takes
-    nothing. So no claim ends after the line."""
+    """Claims on two threads go on side by side; a stop that comes during them is in
+    force at once and waits for neither: "stopping" is logged as the last of them ends,
+    once, and every claim after it takes nothing. So no claim ends after the line."""
     shutdown = worker.shutdown
-    inside, let_go = threading.Event(), threading.Event()
+    all_inside = threading.Barrier(3)  # both claims under way at once, and the test
+    let_go = [threading.Event(), threading.Event()]
 
-    def claim_under_way() -> list[Run]:
-        inside.set()
-        assert let_go.wait(EVENTUALLY)
+    def claim_under_way(number: int) -> list[Run]:
+        all_inside.wait(EVENTUALLY)
+        assert let_go[number].wait(EVENTUALLY)
         return []
 
-    claimer = threading.Thread(target=shutdown.unless_stopping, args=(claim_under_way,))
+    claimers = [
+        threading.Thread(target=shutdown.unless_stopping, args=(partial(claim_under_way, n),))
+        for n in (0, 1)
+    ]
     with caplog.at_level(logging.INFO, logger="django_weft.worker"):
-        claimer.start()
-        assert inside.wait(EVENTUALLY)
+        for claimer in claimers:
+            claimer.start()
+        all_inside.wait(EVENTUALLY)
         worker.stop()
         assert worker.is_stopping
+        assert STOPPING not in caplog.text, "said while two claims were under way"
+        let_go[0].set()
+        claimers[0].join(EVENTUALLY)
         assert STOPPING not in caplog.text, "said while a claim was under way"
-        let_go.set()
-        claimer.join(EVENTUALLY)
-        assert STOPPING in caplog.text, "said as the claim ended"
+        let_go[1].set()
+        claimers[1].join(EVENTUALLY)
+        assert STOPPING in caplog.text, "said as the last claim ended"
         assert shutdown.unless_stopping(lambda: pytest.fail("claimed after the stop")) == []
         worker.stop()
     assert caplog.text.count(STOPPING) == 1
