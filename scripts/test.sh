@@ -9,7 +9,10 @@
 # Debian's bubblewrap, the translation test GNU gettext and the fault tests PgBouncer (all
 # installed here with apt-get when running as root).
 #
-# Extra arguments go to pytest.
+# The tests run on as many pytest processes as the machine has cores (pytest-xdist, a test
+# file to a process; WEFT_TEST_WORKERS=N for N, 0 for this process alone). Extra
+# arguments go to pytest, after those: `-n 0` among them wins, `-m quick` runs the inner
+# loop (docs/testing.md).
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 ensure_venv test
 # debian_package COMMAND PACKAGE WHAT: make sure COMMAND is there, installing Debian's
@@ -39,5 +42,6 @@ debian_package npm npm "the accessibility tests"
 echo "==> installing axe-core for the browser tests (npm ci in tests/browser/axe)"
 (cd "$ROOT/tests/browser/axe" && npm ci --no-audit --no-fund --silent)
 cd "$ROOT"
-echo "==> pytest on ${WEFT_TEST_DATABASE:-sqlite}"
-exec "$VENV/bin/python" -m pytest "$@"
+WORKERS="${WEFT_TEST_WORKERS:-auto}"
+echo "==> pytest on ${WEFT_TEST_DATABASE:-sqlite}, $WORKERS worker processes"
+exec "$VENV/bin/python" -m pytest -n "$WORKERS" --dist loadfile "$@"

@@ -29,6 +29,18 @@ from tests.live_client import CommunicatorSocket
 #: collected as failures or skips.
 collect_ignore = [] if framework_installed() else ["tasks"]
 
+#: The markers of tests that the inner loop (``-m quick``) leaves out.
+NOT_QUICK = ("slow", "faults", "packaging", "bench")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``quick`` every test that starts no process or browser and is no fault,
+    packaging or benchmark test: ``bash scripts/test.sh -m quick`` is the inner loop
+    while coding (docs/testing.md), the whole suite what CI runs."""
+    for item in items:
+        if not any(item.get_closest_marker(name) for name in NOT_QUICK):
+            item.add_marker(pytest.mark.quick)
+
 
 @pytest_asyncio.fixture
 async def sockets() -> AsyncIterator[list[CommunicatorSocket]]:

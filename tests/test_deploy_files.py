@@ -159,6 +159,7 @@ def test_dockerfile_copies_what_exists_and_installs_declared_extras() -> None:
     assert compose()["services"]["web"]["build"]["dockerfile"] == "deploy/Dockerfile"
 
 
+@pytest.mark.slow
 def test_example_settings_with_the_compose_environment() -> None:
     """Loaded with a worker's environment, the example's settings point at the services
     by name, log JSON, hold the metrics' token, and pass ``manage.py check``."""

@@ -15,8 +15,12 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.example_server import example_server
 from tests.patience import EVENTUALLY
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 API_DOC = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")

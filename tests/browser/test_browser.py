@@ -10,6 +10,8 @@ from playwright.sync_api import Browser, Page, Request, expect
 from tests.browsers import new_page
 from tests.example_server import example_server
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

@@ -22,7 +22,7 @@ from tests.browsers import admin_page, console_server, overflowing
 from tests.console.test_console_text import SAMPLES
 from tests.jobs import broken, build, gated, open_gate
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 OVERVIEW = "/admin/django_weft/overview/"
 RUNS = "/admin/django_weft/run/"

@@ -103,6 +103,7 @@ def test_a_run_lands_in_the_bar_of_its_finish_in_every_range() -> None:
     assert day[("", datetime(2026, 3, 7, 12, 20, tzinfo=UTC))] == (1, 0)
 
 
+@pytest.mark.slow
 def test_the_history_reads_the_same_once_counted_and_outlives_the_runs() -> None:
     """Counted into summary rows, the figures of every range are what the run table
     gave; then the runs can go (pruned) and the history stays."""

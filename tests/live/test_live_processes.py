@@ -9,7 +9,7 @@ from django.contrib.auth.models import Permission
 from tests.live_client import open_live
 from tests.processes import asgi_server, runjobs
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 #: Both processes on channels-redis, whichever layer this process uses.
 ON_REDIS = {"WEFT_TEST_CHANNEL_LAYER": "redis"}

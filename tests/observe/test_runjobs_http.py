@@ -23,6 +23,8 @@ from tests.example_server import free_port
 from tests.observe.conftest import LIVE, METRICS, READY, samples, value
 from tests.processes import ROOT, child_env, port_is_open, runjobs, wait_for
 
+pytestmark = pytest.mark.slow
+
 
 def get(base: str, path: str, **headers: str) -> tuple[int, bytes]:
     """GET ``base + path``: the status and the body, whatever the status."""

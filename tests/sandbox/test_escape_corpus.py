@@ -31,7 +31,7 @@ from django_weft.sandbox.protocol import OPTIONAL_LAYERS
 from django_weft.testing import Rehearsal
 from tests.sandbox_helpers import TEST_LIMITS, assert_failed, run_module
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.once]
 
 #: The layer configurations docs/sandbox.md supports: every layer, and every layer but
 #: bubblewrap (Landlock then hides the host's files).

@@ -31,6 +31,8 @@ from django_weft.sandbox.config import RoomConfig
 from django_weft.sandbox.errors import ForbiddenAccess
 from tests.sandbox_helpers import CONTAINED_LAYER_SETS, run_without_python_layers
 
+pytestmark = [pytest.mark.slow, pytest.mark.once]
+
 #: What the module tries. Each attempt answers "allowed", or "refused: <errno name>"
 #: (or the exception's type when it is not an OSError).
 ATTEMPTS = """

@@ -10,6 +10,8 @@ from django_weft.sandbox.module_frames import MAX_FRAMES, frames_from_child, mod
 from django_weft.testing import Rehearsal
 from tests.sandbox_helpers import assert_failed, limits, run_module  # noqa: F401
 
+pytestmark = pytest.mark.slow
+
 SOURCE = (
     "def parse(text):\n"
     "    return int(text)\n"

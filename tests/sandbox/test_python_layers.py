@@ -48,7 +48,7 @@ from tests.sandbox_helpers import (
     run_rogue,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.once]
 
 
 @dataclass(frozen=True)

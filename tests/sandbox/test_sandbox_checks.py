@@ -222,6 +222,7 @@ def test_checks_sandbox_host_without_a_file_layer(monkeypatch: pytest.MonkeyPatc
     )
 
 
+@pytest.mark.slow
 def test_checks_sandbox_host_that_forbids_namespaces() -> None:
     """E030 on a host that forbids namespaces (as container runtimes' seccomp profiles do):
     ``manage.py check`` in a process whose own filter denies unshare names the network

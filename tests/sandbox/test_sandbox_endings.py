@@ -39,7 +39,12 @@ from tests.sandbox_helpers import (  # noqa: F401  (limits: a fixture)
     store,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("limits")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("limits"),
+    pytest.mark.slow,
+    pytest.mark.once,
+]
 
 WITH_AND_WITHOUT_BUBBLEWRAP = pytest.mark.parametrize(
     "bubblewrap", [True, False], ids=["bubblewrap", "no-bubblewrap"]

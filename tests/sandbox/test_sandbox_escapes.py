@@ -27,7 +27,12 @@ from tests.sandbox_helpers import (  # noqa: F401  (layers: a fixture)
     store,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("layers")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("layers"),
+    pytest.mark.slow,
+    pytest.mark.once,
+]
 
 
 @pytest.fixture

@@ -27,6 +27,8 @@ from django_weft.sandbox import bubblewrap, layers, seccomp
 from django_weft.sandbox.child import standard_library_paths
 from tests.sandbox_helpers import assert_failed, in_child, limits, run_module  # noqa: F401
 
+pytestmark = [pytest.mark.slow, pytest.mark.once]
+
 
 def test_layer_seccomp_denies_every_listed_call() -> None:
     """Under the filter each denied call of this architecture fails with EPERM, whatever

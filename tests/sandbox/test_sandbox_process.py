@@ -13,7 +13,7 @@ from django_weft.operations import start
 from tests.processes import runjobs, wait_for
 from tests.sandbox_helpers import store
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.once]
 
 ESCAPES = {
     "tests/import-os": ("import os\ndef default():\n    return os.getcwd()\n", "ForbiddenImport"),

@@ -28,6 +28,16 @@ ENDINGS = "tests/sandbox/test_sandbox_endings.py"
 #: (an excerpt of the promise sentence, the test that fails when it breaks)
 PROMISES: list[tuple[str, str]] = [
     (
+        "The button and the action approve the revision they showed",
+        "tests/console/test_console_module_approvals.py::"
+        "test_module_list_action_approves_only_the_revision_its_row_showed",
+    ),
+    (
+        "The button and the action approve the revision they showed",
+        "tests/console/test_console_module_approvals.py::"
+        "test_module_page_button_refuses_a_revision_saved_since_the_page_was_shown",
+    ),
+    (
         "Every failure ends the run `failed` with an error",
         f"{ESCAPES}::test_escape_worker_runs_on_after_every_failure",
     ),

@@ -24,7 +24,12 @@ from django_weft.testing import Rehearsal
 from tests.processes import wait_for
 from tests.sandbox_helpers import assert_failed, limits, run_module, store  # noqa: F401
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("limits")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("limits"),
+    pytest.mark.slow,
+    pytest.mark.once,
+]
 
 REPORT = (
     "def default():\n    return 'report for ' + context['due'][:10] + ': 3 posts, 12 comments'\n"

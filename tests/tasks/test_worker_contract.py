@@ -169,6 +169,7 @@ def test_an_id_that_is_no_uuid_is_no_result() -> None:
         default_task_backend.get_result("1")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_same_tasks_on_immediate_backend_and_on_a_runjobs_process() -> None:
     """A project's tasks, tested on ImmediateBackend, run unchanged on weft: only TASKS
