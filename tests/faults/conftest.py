@@ -1,14 +1,16 @@
 """The fault tests' session: throwaway PostgreSQL and Redis, and helpers to use them.
 
 Run with ``WEFT_TEST_DATABASE=postgres WEFT_TEST_CHANNEL_LAYER=redis bash scripts/test.sh
--m faults tests/faults``. Every test in this folder is marked ``faults``, which the
-normal suite deselects. The default database and the channel layer of this process
-point at the throwaway servers before the test database is created, and
-``tests.processes`` hands the same servers to every child process.
+-n 0 -m faults tests/faults``, in one process: they time heartbeats and outages. Every
+test in this folder is marked ``faults``, which the normal suite deselects. The default
+database and the channel layer of this process point at the throwaway servers before
+the test database is created, and ``tests.processes`` hands the same servers to every
+child process.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from tests.processes import REDIS_LAYER, AsgiServer, Runjobs, asgi_server, runjo
 HERE = Path(__file__).resolve().parent
 COMMAND = (
     "WEFT_TEST_DATABASE=postgres WEFT_TEST_CHANNEL_LAYER=redis "
-    "bash scripts/test.sh -m faults tests/faults"
+    "bash scripts/test.sh -n 0 -m faults tests/faults"
 )
 #: Workers that beat twice a second and count six seconds of silence as death: short
 #: enough for tests to wait for, long enough that a worker starved of CPU on a busy
@@ -66,6 +68,8 @@ def servers() -> Iterator[FaultServers]:
         settings.CHANNEL_LAYERS["default"]["BACKEND"] != REDIS_LAYER
     ):
         pytest.fail(f"the fault tests run on PostgreSQL and channels-redis: {COMMAND}", False)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.fail(f"the fault tests time heartbeats and outages: one process, {COMMAND}", False)
     with fault_servers() as started:
         yield started
 
