@@ -47,6 +47,7 @@ def row_triggers() -> set[str]:
         return {name for (name,) in cursor.fetchall()}
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_migrations_row_triggers_removed_and_installed_again() -> None:
     """Migrating django_weft back to 0002 removes the re-arm (0003) and run-version (0014)

@@ -124,6 +124,7 @@ def assert_refused(result: subprocess.CompletedProcess[str], status: int, line: 
     ],
 )
 @in_a_process
+@pytest.mark.slow
 def test_refusal_usage_error_in_a_process(argv: list[str], line: str) -> None:
     """A bad flag value: the usage, then one line naming flag and value, status 2."""
     assert_refused(refused(argv), 2, line)
@@ -169,12 +170,14 @@ def test_refusal_usage_error_in_a_process(argv: list[str], line: str) -> None:
     ],
 )
 @in_a_process
+@pytest.mark.slow
 def test_refusal_command_error_in_a_process(argv: list[str], prelude: str, line: str) -> None:
     """A refusal after parsing: exactly one line on stderr, status 1, no worker row."""
     assert_refused(refused(argv, prelude), 1, line)
 
 
 @in_a_process
+@pytest.mark.slow
 def test_refusal_http_port_taken_in_a_process(taken_port: int) -> None:
     """An address already listened on is refused before the worker starts."""
     result = refused(["runjobs", "--http", f"127.0.0.1:{taken_port}"])

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 FAST = {"WEFT_TEST_HEARTBEAT_INTERVAL": "0.2", "WEFT_TEST_LOST_AFTER": "1.5"}
 
 
+@pytest.mark.slow
 def test_lost_run_of_a_killed_worker_is_finished_once_by_another() -> None:
     """SIGKILL mid-run: a surviving worker finishes the run lost, never before the lost-after
     window (how long after it depends on how busy the machine is); one finish."""

@@ -27,7 +27,7 @@ from django_weft.operations import abort, start
 from django_weft.testing import DrivenClock
 from tests.processes import wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 #: Seconds a child may take to start on a busy machine (an interpreter, django.setup()).
 CHILD_START = 120

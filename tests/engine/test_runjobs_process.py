@@ -16,7 +16,7 @@ from tests.jobs import open_gate
 from tests.patience import EVENTUALLY
 from tests.processes import Runjobs, runjobs, wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 def running(job: str, seconds: float, *flags: str, **kwargs: Any) -> tuple[Run, Runjobs]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from django_weft.models import LastStatus, Module, Schedule
 from django_weft.sandbox.modules import save_module
 from django_weft.testing import DrivenClock, Rehearsal
@@ -33,6 +35,7 @@ def ledger() -> dict:
     return ledger_document().data
 
 
+@pytest.mark.slow
 def test_seed_content_site_week(clock: DrivenClock, rehearsal: Rehearsal, failures: list) -> None:
     """Two days across the DST change, the sandboxed report, live edits, failures and a
     restart behave as designed."""
