@@ -17,8 +17,7 @@ modules of their own beside it:
 - :mod:`~django_weft.engine.options`: what the worker was told (flags, keywords);
 - :mod:`~django_weft.engine.inflight`: the runs it executes, claimed, not yet recorded;
 - :mod:`~django_weft.engine.membership`: its row, heartbeat, liveness lock, fence, reaping;
-- :mod:`~django_weft.engine.reports`: the outcomes the run threads hand to the loop,
-  kept while the database is down;
+- :mod:`~django_weft.engine.reports`: the outcomes handed to the loop, kept through outages;
 - :mod:`~django_weft.engine.timeouts`: runs past their timeout, asked to stop, given up;
 - :mod:`~django_weft.engine.lookout`: where the next round looks, and NOTIFYs;
 - :mod:`~django_weft.engine.intake`: the claims, and each run's start on a thread;
@@ -284,20 +283,20 @@ class Worker:
         return worked
 
     def _guarded(self, name: str, step: Step) -> object:
-        """Run one step inside the error boundary; ``FAILED`` if it raised.
-
-        What the step changed is published when it ends, whatever the end: the publisher
-        reads the rows again, so a change that was rolled back publishes nothing new.
+        """Run one step inside the error boundary, publishing what it changed however it
+        ends (the publisher reads the rows again: a rolled-back change publishes nothing
+        new); ``FAILED`` if it raised, or the publishing did (it asks the connection).
         """
         changes = Changes()
         try:
-            result = step(self.clock.now(), changes)
+            try:
+                result = step(self.clock.now(), changes)
+            finally:
+                publisher.publish(changes)
         except Exception as error:
             self.outage.failed(name, error)
             self.membership.out_of_reach()
             return FAILED
-        finally:
-            publisher.publish(changes)
         if self.outage.succeeded():
             self._wake.set()
         return result

@@ -1,19 +1,25 @@
-"""The worker loop's fairness: firing never starves executing, nor executing firing."""
+"""The worker loop's fairness (firing never starves executing, nor executing firing), and
+its error boundary."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 
 from django_weft.conf import weft_settings
+from django_weft.engine.outages import FAILED
 from django_weft.engine.worker import Worker
 from django_weft.jobs.registry import registry
+from django_weft.live.changes import Changes
 from django_weft.models import Run, RunStatus, Schedule
 from django_weft.operations import start
 from django_weft.testing import DrivenClock
+from tests.example_server import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -79,3 +85,40 @@ def test_the_claim_comes_before_the_heartbeat_and_the_fires(
     assert claim < heartbeat
     assert claim < fire
     assert Run.objects.filter(status=RunStatus.DONE).count() == 2, "the fired run too"
+
+
+@pytest.fixture
+def unreachable_database() -> Iterator[None]:
+    """While inside, a new connection of this thread fails: the database went away."""
+    settings = connection.settings_dict
+    key, value = (
+        ("PORT", str(free_port()))
+        if connection.vendor == "postgresql"
+        else (
+            "NAME",
+            "/nonexistent/weft.sqlite3",
+        )
+    )
+    kept = settings[key]
+    settings[key] = value
+    try:
+        yield
+    finally:
+        connection.close()
+        settings[key] = kept
+
+
+def test_a_step_that_changed_rows_then_lost_the_database_stays_in_the_boundary(
+    worker: Worker, unreachable_database: None
+) -> None:
+    """A step noted a change, then failed as its connection died (the connection closed,
+    the server gone): publishing that change asks for a connection and fails too. The
+    loop counts it as the step's outage; runjobs goes on."""
+
+    def step(now: object, changes: Changes) -> bool:
+        changes.run(uuid.uuid4())
+        connection.close()
+        raise OperationalError("server closed the connection unexpectedly")
+
+    assert worker._guarded("finish", step) is FAILED
+    assert worker.outage.ongoing
