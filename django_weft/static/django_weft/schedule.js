@@ -98,5 +98,7 @@
       clearTimeout(job.weftTimer);
       job.weftTimer = setTimeout(jobPicked, 400);
     });
+    // A job typed (or filled in by the browser) before this script ran gets its inputs too.
+    jobPicked();
   }
 })();
