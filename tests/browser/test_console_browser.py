@@ -21,6 +21,7 @@ from django_weft.operations import start
 from tests.browsers import admin_page, console_server, overflowing
 from tests.console.test_console_text import SAMPLES
 from tests.jobs import broken, build, gated, open_gate
+from tests.processes import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -197,6 +198,14 @@ def test_console_browser_retries_the_selected_runs(browser: Browser, server: str
     retries = {run.retry_of_id: run for run in Run.objects.filter(retry_of__isnull=False)}
     assert set(retries) == {first.pk, second.pk}
     assert not Run.objects.filter(retry_of=left).exists()
+    # The server's worker runs the retries (tests.noop): their pages stop changing once
+    # they are done, so a click never lands on a row the live page is replacing.
+    wait_for(
+        lambda: (
+            Run.objects.filter(pk__in=[r.pk for r in retries.values()], status="done").count() == 2
+        ),
+        what="both retries done",
+    )
     page.goto(f"{server}{RUNS}{retries[first.pk].pk}/change/")
     link = page.locator("tr.weft-retry-of a")
     expect(link).to_contain_text(str(first.pk))
