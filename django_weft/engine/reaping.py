@@ -29,6 +29,7 @@ would have written, and its runs without a timeout, or not yet past it, are left
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import datetime, timedelta
 from functools import cache
 
@@ -96,18 +97,7 @@ def finish_lost(*, now: datetime, silent_since: datetime, changes: Changes) -> i
         .filter(Q(worker__isnull=True) | Q(worker__stopped_at__isnull=False))
         .values_list("pk", "job", "worker_id", "attempt", "started_at")
     )
-    reports = [
-        AttemptReport(
-            run_id=run_id,
-            job=job,
-            worker_id=worker_id,
-            attempt=attempt,
-            started_at=started_at,
-            status=RunStatus.LOST,
-            error=WORKER_LOST,
-        )
-        for run_id, job, worker_id, attempt, started_at in lost
-    ]
+    reports = [_lost(*row, error=WORKER_LOST) for row in lost]
     return len(_record_lost(reports, now=now, changes=changes))
 
 
@@ -140,13 +130,12 @@ def finish_overdue(*, now: datetime, silent_since: datetime, changes: Changes) -
             f" {(now - last_beat).total_seconds():.1f}s); another worker finished it"
         )
         overdue.append(
-            AttemptReport(
-                run_id=run_id,
-                job=job,
-                worker_id=worker_id,
-                attempt=attempt,
-                started_at=started_at,
-                status=RunStatus.LOST,
+            _lost(
+                run_id,
+                job,
+                worker_id,
+                attempt,
+                started_at,
                 error=ErrorRecord("Timeout", message, ""),
             )
         )
@@ -154,6 +143,27 @@ def finish_overdue(*, now: datetime, silent_since: datetime, changes: Changes) -
     for report in recorded:
         logger.warning("%s run %s: %s", report.job, report.run_id, report.error.message)
     return len(recorded)
+
+
+def _lost(
+    run_id: uuid.UUID,
+    job: str,
+    worker_id: uuid.UUID | None,
+    attempt: int,
+    started_at: datetime | None,
+    *,
+    error: ErrorRecord,
+) -> AttemptReport:
+    """The report of an attempt that another worker than its own ends as lost."""
+    return AttemptReport(
+        run_id=run_id,
+        job=job,
+        worker_id=worker_id,
+        attempt=attempt,
+        started_at=started_at,
+        status=RunStatus.LOST,
+        error=error,
+    )
 
 
 def _record_lost(

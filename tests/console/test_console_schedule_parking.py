@@ -15,6 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from django_weft.models import AuditAction, AuditRecord, Schedule
+from tests.console.test_console_schedules import schedule_form
 
 pytestmark = pytest.mark.django_db
 
@@ -197,23 +198,7 @@ def test_enabling_a_removed_owners_row_in_its_form_takes_it_over() -> None:
 
 
 #: The change form of the row ``remind(..., "orphan")`` makes, switched on.
-FORM = {
-    "name": "orphan",
-    "job": "content.remind",
-    "enabled": "on",
-    "cron": "",
-    "timezone": "",
-    "every": "01:00:00",
-    "at_0": "",
-    "at_1": "",
-    "catch_up": "skip",
-    "overlap": "skip",
-    "on_gap": "shift",
-    "on_fold": "first",
-    "catch_up_window": "",
-    "grace": "",
-    "args.__inputs": "1",
-}
+FORM = schedule_form(name="orphan", job="content.remind", **{"args.__inputs": "1"})
 
 
 def test_edit_of_what_it_runs_makes_the_editor_the_owner(root: Client) -> None:
