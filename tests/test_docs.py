@@ -306,6 +306,7 @@ def new_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.any_database
 def test_docs_live_asgi_serves_the_admin_css_under_runjobs_http(new_project: Path) -> None:
     """live.md's asgi.py, served by ``runjobs --http`` in a new project (DEBUG, as
     startproject leaves it): the admin's login page gets its stylesheets."""
@@ -382,6 +383,7 @@ print(json.dumps({
 
 
 @pytest.mark.slow
+@pytest.mark.any_database
 def test_docs_tutorial_jobs_and_schedules_run_in_a_new_project(new_project: Path) -> None:
     """The tutorial's jobs run as pasted: section 5's schedules save, a start of each job
     (``publish`` included, with its args' defaults) ends ``done`` under ``runjobs --once``,
@@ -409,6 +411,7 @@ def test_docs_tutorial_jobs_and_schedules_run_in_a_new_project(new_project: Path
 
 
 @pytest.mark.slow
+@pytest.mark.any_database
 def test_docs_tutorial_tests_pass_with_its_pytest_setup(new_project: Path) -> None:
     """Section 7's test module passes in the new project, set up with what the section
     says to install and configure (pytest, pytest-django, its pytest.ini)."""

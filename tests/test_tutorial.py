@@ -31,7 +31,7 @@ from tests.example_server import free_port
 from tests.patience import EVENTUALLY
 from tests.processes import ChildProcess, dies_with_parent, port_is_open, wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIAL = (ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8")

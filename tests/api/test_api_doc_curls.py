@@ -20,7 +20,7 @@ import pytest
 from tests.example_server import example_server
 from tests.patience import EVENTUALLY
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 API_DOC = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ from playwright.sync_api import Browser, Page, Request, expect
 from tests.browsers import new_page
 from tests.example_server import example_server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 
 
 @pytest.fixture(scope="module")

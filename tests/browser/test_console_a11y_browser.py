@@ -114,7 +114,7 @@ def _orm_beside_playwright() -> Iterator[None]:
         yield
 
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.any_database]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from playwright.sync_api import Browser, Page, expect
 from tests.browsers import new_page
 from tests.example_server import example_server, run_in_example
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 
 #: A long error without a space to break it: it must not widen the list.
 LONG_ERROR = "SMTPServerDisconnected:" + "x" * 300 + " and then some more words " * 12
