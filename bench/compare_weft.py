@@ -23,8 +23,8 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from bench.jobs import noop
-from django_weft.engine.scheduler import Scheduler
-from django_weft.engine.worker import Worker
+from django_weft.engine.schedules.scheduler import Scheduler
+from django_weft.engine.worker.loop import Worker
 from django_weft.jobs.context import RunContext
 from django_weft.jobs.registry import job
 from django_weft.live.changes import Changes
@@ -112,7 +112,7 @@ def idle_ticks(options: dict[str, Any], logs: Path) -> dict[str, Any]:
     rng = random.Random(1)
     year = 365 * 24 * 3600
     scheduler = Scheduler()
-    worker = Worker(executor="django_weft.engine.executors.InlineExecutor")
+    worker = Worker(executor="django_weft.engine.worker.executors.InlineExecutor")
     worker.start()
     medians: dict[str, dict[str, float]] = {"Scheduler.tick": {}, "Worker.tick": {}}
     loaded = 0

@@ -162,7 +162,7 @@ def unfinished() -> None:
 def count_history() -> None:
     from django.utils import timezone
 
-    from django_weft.engine.tallying import tally
+    from django_weft.engine.history.tallying import tally
     from django_weft.models import RunTally
 
     begin, steps = time.perf_counter(), 0
@@ -235,7 +235,7 @@ def time_claims(repeat: int) -> None:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from django_weft.engine.claiming import claim, deployed_pairs
+    from django_weft.engine.runs.claiming import claim, deployed_pairs
     from django_weft.jobs.registry import registry
     from django_weft.models import WorkerProcess
 

@@ -27,7 +27,7 @@ def main() -> None:
     from django.utils import timezone
 
     from django_weft.conf import weft_settings
-    from django_weft.engine.scheduler import Scheduler
+    from django_weft.engine.schedules.scheduler import Scheduler
     from django_weft.live.changes import Changes
     from django_weft.models import Run, Schedule
 

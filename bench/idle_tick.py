@@ -30,15 +30,15 @@ def main() -> None:
     from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
-    from django_weft.engine.scheduler import Scheduler
-    from django_weft.engine.worker import Worker
+    from django_weft.engine.schedules.scheduler import Scheduler
+    from django_weft.engine.worker.loop import Worker
     from django_weft.live.changes import Changes
     from django_weft.models import Schedule
 
     rng = random.Random(1)
     year = 365 * 24 * 3600
     scheduler = Scheduler()
-    worker = Worker(executor="django_weft.engine.executors.InlineExecutor", concurrency=4)
+    worker = Worker(executor="django_weft.engine.worker.executors.InlineExecutor", concurrency=4)
     worker.start()
 
     results: dict[int, dict[str, list[float]]] = {}

@@ -55,7 +55,7 @@ def main() -> None:
     )
     from django.core.management import call_command
 
-    from django_weft.engine.previews import enabled_schedules
+    from django_weft.engine.schedules.previews import enabled_schedules
     from django_weft.models import Schedule
     from django_weft.timing.cron import CronPlan
     from django_weft.timing.preview import preview

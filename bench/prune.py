@@ -90,7 +90,7 @@ def main() -> None:
 
     from django.utils import timezone
 
-    from django_weft.engine.pruning import prune_batch
+    from django_weft.engine.history.pruning import prune_batch
     from django_weft.models import Attempt, Document, Run
 
     print(f"loading {options.runs:,} finished runs (this is not timed)")

@@ -28,7 +28,7 @@ _HOMES: dict[str, str] = {
     "FinishContext": "django_weft.jobs.outcomes",
     # Starting and aborting runs, changing documents.
     "start": "django_weft.operations",
-    "StartRequest": "django_weft.engine.starting",
+    "StartRequest": "django_weft.engine.runs.starting",
     "astart": "django_weft.operations",
     "start_many": "django_weft.operations",
     "astart_many": "django_weft.operations",
@@ -36,7 +36,7 @@ _HOMES: dict[str, str] = {
     "aabort": "django_weft.operations",
     "open_document": "django_weft.operations",
     "change_document": "django_weft.operations",
-    "save_schedule": "django_weft.engine.schedules",
+    "save_schedule": "django_weft.engine.schedules.saving",
     "Change": "django_weft.jobs.revisions",
     "DocumentConflict": "django_weft.jobs.revisions",
     "InvalidDocument": "django_weft.jobs.revisions",
@@ -76,8 +76,8 @@ def __dir__() -> list[str]:
 # Type checkers cannot follow __getattr__: they read the same names from here. Keep this
 # list equal to _HOMES (tests/test_public_face.py checks that it is).
 if TYPE_CHECKING:
-    from django_weft.engine.schedules import save_schedule as save_schedule
-    from django_weft.engine.starting import StartRequest as StartRequest
+    from django_weft.engine.runs.starting import StartRequest as StartRequest
+    from django_weft.engine.schedules.saving import save_schedule as save_schedule
     from django_weft.exceptions import ConcurrencyLimitReached as ConcurrencyLimitReached
     from django_weft.exceptions import Forbidden as Forbidden
     from django_weft.exceptions import IdempotencyKeyReused as IdempotencyKeyReused

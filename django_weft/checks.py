@@ -15,7 +15,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.module_loading import import_string
 
 from django_weft.conf import weft_settings
-from django_weft.engine.connection_checks import connection_problems
+from django_weft.engine.database.connection_checks import connection_problems
 from django_weft.sandbox import containment
 from django_weft.sandbox.allowlist import REFUSED_MODULES, allowed_names, no_allow_list, refusal
 from django_weft.sandbox.protocol import MANDATORY_LAYERS, OPTIONAL_LAYERS
@@ -47,7 +47,7 @@ def check_settings(app_configs: Sequence[Any] | None = None, **kwargs: Any) -> l
     messages += _import_subclass(
         "WEFT_EXECUTOR",
         weft_settings.raw("WEFT_EXECUTOR"),
-        "django_weft.engine.executors.Executor",
+        "django_weft.engine.worker.executors.Executor",
         "django_weft.E002",
     )
     concurrency = weft_settings.raw("WEFT_CONCURRENCY")

@@ -66,7 +66,7 @@ class WeftSettings:
     and tasks defined elsewhere. A job or task name resolves only to what these imports
     defined; no name a client sends is ever imported."""
 
-    EXECUTOR: Setting[str] = Setting("django_weft.engine.executors.ThreadExecutor", str)
+    EXECUTOR: Setting[str] = Setting("django_weft.engine.worker.executors.ThreadExecutor", str)
     """Import string of the executor that runs claimed runs."""
 
     QUEUE_EXECUTORS: Setting[dict[str, str]] = Setting({}, dict)

@@ -1,7 +1,7 @@
 """Helpers for a project's own tests and rehearsals: the driven clock, and a rehearsal.
 
 ``DrivenClock`` is a clock that moves only when told to; on its own, ``advance()`` just
-moves it. A :class:`Rehearsal` drives a :class:`~django_weft.engine.worker.Worker` and
+moves it. A :class:`Rehearsal` drives a :class:`~django_weft.engine.worker.loop.Worker` and
 its driven clock together: ``rehearsal.advance(timedelta(days=7))`` fires every
 schedule that comes due in that week in time order, each at its own moment, and each run
 finishes before time moves on. A week of schedule takes about as long as the runs
@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
 
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.loop import Worker
 from django_weft.live import publisher
 from django_weft.timing import clocks
 from django_weft.timing.clocks import Clock, ClockPaused

@@ -14,7 +14,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import connections
 from django.test import TransactionTestCase
 
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.loop import Worker
 from django_weft.live import layer_health, publisher
 from django_weft.live.layer_health import LayerOutage
 from django_weft.models import Schedule
@@ -63,7 +63,7 @@ def clock() -> DrivenClock:
 def rehearsal(clock: DrivenClock, transactional_db: None) -> Iterator[Rehearsal]:
     """An inline worker on ``clock``, driven by ``rehearsal.advance()``; the clock is the
     process's while the test runs."""
-    with Rehearsal(clock, executor="django_weft.engine.executors.InlineExecutor") as built:
+    with Rehearsal(clock, executor="django_weft.engine.worker.executors.InlineExecutor") as built:
         yield built
 
 
@@ -99,7 +99,7 @@ def worker_threads() -> Iterator[Callable[[], Worker]]:
 
     def start() -> Worker:
         worker = Worker(
-            executor="django_weft.engine.executors.ThreadExecutor",
+            executor="django_weft.engine.worker.executors.ThreadExecutor",
             concurrency=2,
             poll_interval=0.05,
         )

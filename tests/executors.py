@@ -7,7 +7,7 @@ and run it on the test's own thread when told.
 
 from __future__ import annotations
 
-from django_weft.engine.executors import Executor, Slot, Task
+from django_weft.engine.worker.executors import Executor, Slot, Task
 
 
 class HeldExecutor(Executor):

@@ -27,7 +27,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from django_weft import operations
-from django_weft.engine.pruning import prune
+from django_weft.engine.history.pruning import prune
 from django_weft.exceptions import Forbidden
 from django_weft.models import AuditRecord, Module, PausedQueue, Run, RunStatus, Schedule
 from django_weft.sockets.consumers import RunsConsumer

@@ -56,7 +56,7 @@ SECONDS = [
     "WEFT_LIVE_RECHECK_INTERVAL",
 ]
 NOT_A_CLOCK = "not a subclass of django_weft.timing.clocks.Clock"
-NOT_AN_EXECUTOR = "not a subclass of django_weft.engine.executors.Executor"
+NOT_AN_EXECUTOR = "not a subclass of django_weft.engine.worker.executors.Executor"
 
 REFUSED: list[tuple[str, list[str], list[object], tuple[str, ...]]] = [
     # (check id, the settings, values each of them refuses, what the message says besides)

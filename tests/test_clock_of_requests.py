@@ -18,7 +18,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from rest_framework.test import APIClient
 
-from django_weft.engine.finishing import finish
+from django_weft.engine.outcomes.finishing import finish
 from django_weft.live.changes import Changes
 from django_weft.models import Run, RunStatus, Schedule
 from django_weft.operations import start

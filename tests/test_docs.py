@@ -39,7 +39,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.loop import Worker
 from django_weft.jobs.registry import Job, registry
 from django_weft.models import Run, RunStatus, Schedule
 from django_weft.operations import start
@@ -215,7 +215,9 @@ def test_readme_first_job_fired_by_its_schedule(
     """README's schedule fires README's job at 07:00 in Toronto: the digest of that day."""
     caplog.set_level("INFO", logger="readme_jobs")
     clock = DrivenClock(datetime(2026, 3, 7, 11, 0, tzinfo=UTC))  # 06:00 in Toronto
-    with Rehearsal(clock, executor="django_weft.engine.executors.InlineExecutor") as rehearsal:
+    with Rehearsal(
+        clock, executor="django_weft.engine.worker.executors.InlineExecutor"
+    ) as rehearsal:
         exec(readme_block("Schedule.objects.create("), {})
         rehearsal.advance(timedelta(hours=2))
     run = Run.objects.get(schedule=Schedule.objects.get(name="nightly digest"))
@@ -231,7 +233,7 @@ def test_readme_first_job_started_by_code(readme_digest: Job) -> None:
     """Started by a call, README's job has no due and makes the digest of today."""
     before = timezone.now().date()
     run = start(readme_digest)
-    worker = Worker(executor="django_weft.engine.executors.InlineExecutor")
+    worker = Worker(executor="django_weft.engine.worker.executors.InlineExecutor")
     try:
         worker.run(once=True)
     finally:
@@ -346,7 +348,7 @@ from django.core.exceptions import ValidationError
 
 from django_weft.models import Schedule
 from django_weft.operations import start
-from django_weft.engine.schedules import save_schedule
+from django_weft.engine.schedules.saving import save_schedule
 
 runs = [
     start("content.publish", {"post_id": "7"}),

@@ -70,9 +70,25 @@ LAYERS: dict[str, int] = {
 A module imports only from its own layer or from lower ones.
 """
 
+ENGINE = "django_weft.engine"
+ENGINE_LAYERS: dict[str, int] = {
+    "auditing": 0,
+    "database": 0,
+    "history": 0,
+    "runs": 1,
+    "schedules": 2,
+    "outcomes": 3,
+    "worker": 4,
+}
+"""The engine's parts, bottom (0) to top, as its folders group them: talking to the
+database; a run's start and claim; schedules; a run's end (which may start a schedule's
+buffered fire); the worker and its satellites. A part imports only its own layer or lower
+ones, as the package's layers do.
+"""
+
 MAX_MODULE_LINES = 500
 MAX_CLASS_METHODS = 20
-WORKER = "django_weft.engine.worker"
+WORKER = "django_weft.engine.worker.loop"
 MAX_WORKER_LINES = 350
 TIMELESS = ("django_weft.operations", "django_weft.admin")
 TIMELESS_FOLDERS = ("engine", "jobs", "api", "sockets", "console")
@@ -208,13 +224,33 @@ def module_imports(importer: str, sources: Mapping[str, str]) -> list[Import]:
 
 
 def layer_of(module: str) -> str:
-    """The top-level name a module belongs to (``engine`` for ``django_weft.engine.worker``)."""
+    """The top-level name a module belongs to (``engine`` for
+    ``django_weft.engine.worker.loop``)."""
     return module.split(".")[1] if module != FACE else FACE
 
 
 def unlayered(modules: Mapping[str, str], layers: Mapping[str, int]) -> list[str]:
     """The modules whose top-level name has no layer."""
     return [m for m in modules if m != FACE and layer_of(m) not in layers]
+
+
+def part_of(module: str, package: str) -> str | None:
+    """The part of ``package`` a module belongs to (``worker`` for
+    ``django_weft.engine.worker.loop`` in ``django_weft.engine``), or None outside it."""
+    inside = module.removeprefix(package + ".")
+    return inside.split(".")[0] if inside != module else None
+
+
+def upward_within(imports: list[Import], package: str, layers: Mapping[str, int]) -> list[str]:
+    """Each import between two parts of ``package`` that points to a higher part."""
+    found = []
+    for item in imports:
+        source, target = part_of(item.importer, package), part_of(item.target, package)
+        if source in layers and target in layers and layers[target] > layers[source]:
+            found.append(
+                f"{item}: part {target} ({layers[target]}) is above {source} ({layers[source]})"
+            )
+    return found
 
 
 def upward_imports(imports: list[Import], layers: Mapping[str, int]) -> list[str]:
@@ -411,6 +447,19 @@ def test_layout_every_module_has_a_layer() -> None:
 def test_layout_every_import_points_down() -> None:
     """A module imports its own layer or lower ones, and from the face only the version."""
     upward = upward_imports(package_imports(), LAYERS)
+    assert upward == [], lines(upward)
+
+
+def test_layout_every_engine_part_has_a_layer() -> None:
+    """Each folder (or module) of the engine is in its layer table: ``ls`` of the engine
+    reads as its parts."""
+    parts = {part_of(module, ENGINE) for module in package_sources()} - {None, "__init__"}
+    assert parts == set(ENGINE_LAYERS)
+
+
+def test_layout_the_engines_parts_import_down() -> None:
+    """Within the engine, a part imports its own layer or lower ones."""
+    upward = upward_within(package_imports(), ENGINE, ENGINE_LAYERS)
     assert upward == [], lines(upward)
 
 

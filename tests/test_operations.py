@@ -12,8 +12,8 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.utils import timezone
 
 from django_weft import operations
-from django_weft.engine.finishing import finish
-from django_weft.engine.worker import Worker
+from django_weft.engine.outcomes.finishing import finish
+from django_weft.engine.worker.loop import Worker
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
     Forbidden,
@@ -42,7 +42,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def execute_all() -> None:
     """Run every queued run to its end in this thread."""
-    Worker(executor="django_weft.engine.executors.InlineExecutor").run(once=True)
+    Worker(executor="django_weft.engine.worker.executors.InlineExecutor").run(once=True)
 
 
 def test_start_invalid_args_names_the_field_and_writes_nothing() -> None:

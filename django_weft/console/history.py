@@ -19,7 +19,7 @@ from typing import Any
 from django.db.models import Count, F, Q, Sum, Value
 from django.utils.translation import gettext_lazy as _
 
-from django_weft.engine.tallying import TIMED
+from django_weft.engine.history.tallying import TIMED
 from django_weft.models import DurationTally, Run, RunStatus, RunTally, TallyMark
 from django_weft.models.run import UNFINISHED
 from django_weft.models.tally import GRAINS, bar_at, bar_of, bar_start, duration_bin

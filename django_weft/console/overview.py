@@ -4,7 +4,7 @@
 queues, workers or schedules: the unfinished runs grouped by queue, status, job version
 and concurrency key; the paused queues and who paused them; the history of the chosen
 range (four, :mod:`django_weft.console.history`); the live workers; what they run; the
-schedules due within the hour (read by :mod:`django_weft.engine.previews`, planned by
+schedules due within the hour (read by :mod:`django_weft.engine.schedules.previews`, planned by
 :mod:`django_weft.timing.preview`); the latest failures. None of them counts the run
 table: each reads an index over the unfinished runs, the failures or a range of
 ``finished_at``. ``now`` is handed in (the project's clock, as for the schedules' next
@@ -22,7 +22,7 @@ from django.db.models import Count, Min
 
 from django_weft.conf import weft_settings
 from django_weft.console.history import DEFAULT_SPAN, DEFAULT_SPLIT, FAILURES, History, read_history
-from django_weft.engine.previews import enabled_schedules
+from django_weft.engine.schedules.previews import enabled_schedules
 from django_weft.jobs.registry import registry
 from django_weft.models import PausedQueue, Run, RunStatus, WorkerProcess
 from django_weft.timing.preview import PreviewLine, preview

@@ -26,7 +26,7 @@ from django.utils.translation import gettext_lazy
 from rest_framework import serializers
 
 from django_weft.console import formatting
-from django_weft.engine.schedules import validate_job_args
+from django_weft.engine.schedules.saving import validate_job_args
 from django_weft.exceptions import UnknownJob
 from django_weft.jobs.registry import Job, NoArgs, registry
 from django_weft.models import Schedule

@@ -2,7 +2,7 @@
 
 ``RunTally`` holds finished runs counted by bar (1, 10, 60 or 360 minutes), job, queue
 and outcome, ``DurationTally`` by bar, job and duration bin, ``TallyMark`` how far each
-grain is counted (:mod:`django_weft.engine.tallying`).
+grain is counted (:mod:`django_weft.engine.history.tallying`).
 The run table gets the indexes its lists walk newest first (all runs, by job, by status)
 and a partial one over the failures the overview lists. No index is dropped.
 """

@@ -61,7 +61,7 @@ class RunQuerySet(models.QuerySet["Run"]):
         """Up to ``limit`` task paths of queued runs that are not among ``known``.
 
         How a worker learns of the tasks it has not imported yet (see
-        :meth:`~django_weft.engine.intake.Intake.find_tasks`).
+        :meth:`~django_weft.engine.worker.intake.Intake.find_tasks`).
         """
         waiting = (
             self.filter(status=RunStatus.QUEUED)
@@ -198,7 +198,7 @@ class Run(models.Model):
             # cost does not grow with the backlog: priority, then when the run became
             # claimable (a task's run_after, else its start), then its start; the due
             # orders the runs one fire of a catch-up started together. The claim's
-            # ORDER BY (django_weft.engine.claiming) spells the same expressions.
+            # ORDER BY (django_weft.engine.runs.claiming) spells the same expressions.
             models.Index(
                 F("priority").desc(),
                 Coalesce("run_after", "created_at"),

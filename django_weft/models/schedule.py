@@ -239,7 +239,7 @@ class Schedule(models.Model):
 
         The plan is the row's own data, checked here on every write path (a refused row
         writes nothing). Its job and args are checked against the deployed code by
-        :func:`django_weft.engine.schedules.validate_schedule`, which the admin, the API and
+        :func:`django_weft.engine.schedules.saving.validate_schedule`, which the admin, the API and
         :mod:`django_weft.operations` call, and again at every fire.
 
         A full save of a stored row writes the fields its editors own

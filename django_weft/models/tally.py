@@ -4,7 +4,7 @@ how long they took, by bar, job and duration bin; and how far each grain is coun
 Each of the overview's ranges reads rows of its own grain (:data:`GRAINS`: a minute for
 the last hour, ten minutes for a day, an hour for a week, six hours for a month), so a
 chart reads about as many rows as it has bars times keys, with ten million runs stored
-as with ten. :mod:`django_weft.engine.tallying` writes them; the minutes not counted
+as with ten. :mod:`django_weft.engine.history.tallying` writes them; the minutes not counted
 yet are read from the run table. Counts and durations are apart: with both in one row,
 every outcome would multiply every duration bin.
 """

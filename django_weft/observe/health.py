@@ -28,7 +28,7 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.db.models import Count, Max
 
 from django_weft.conf import weft_settings
-from django_weft.engine.housekeeping import loop_pulse
+from django_weft.engine.worker.housekeeping import loop_pulse
 from django_weft.live.layer_health import PROBE
 
 

@@ -36,7 +36,7 @@ and ``refusals`` for how a refusal is described. It is one layer and one front d
 from __future__ import annotations
 
 from django_weft.engine.auditing import entry_point
-from django_weft.engine.starting import StartRequest
+from django_weft.engine.runs.starting import StartRequest
 from django_weft.operations.base import WHAT_RUNS, record
 from django_weft.operations.bulk import (
     ACTIONS as BULK_ACTIONS,

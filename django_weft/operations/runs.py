@@ -16,8 +16,9 @@ from django.utils.translation import gettext as _
 
 from django_weft import access
 from django_weft.access import User
-from django_weft.engine import bulk_starting, finishing, starting
-from django_weft.engine.starting import StartRequest
+from django_weft.engine.outcomes import finishing
+from django_weft.engine.runs import bulk_starting, starting
+from django_weft.engine.runs.starting import StartRequest
 from django_weft.exceptions import (
     InvalidBatchItem,
     RunFinished,

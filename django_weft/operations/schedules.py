@@ -18,8 +18,8 @@ from django.utils.translation import gettext as _
 
 from django_weft import access
 from django_weft.access import User
-from django_weft.engine import scheduler
-from django_weft.engine.schedules import edit_schedule, save_schedule, validate_job_args
+from django_weft.engine.schedules import scheduler
+from django_weft.engine.schedules.saving import edit_schedule, save_schedule, validate_job_args
 from django_weft.exceptions import (
     Forbidden,
 )

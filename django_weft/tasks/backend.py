@@ -26,7 +26,7 @@ from django.db import connections
 from django.utils.module_loading import autodiscover_modules, import_string
 
 from django_weft import operations
-from django_weft.engine.starting import StartRequest
+from django_weft.engine.runs.starting import StartRequest
 from django_weft.jobs.registry import Job, registry
 from django_weft.tasks.declared import declare, declared_task
 from django_weft.tasks.framework import (

@@ -2,7 +2,7 @@
 
 Pure: it plans the rows it is handed (anything shaped like :class:`PlannedRow`; a
 stored ``Schedule`` is one) and never reads the database or the clock. Reading the
-stored schedules is :mod:`django_weft.engine.previews`.
+stored schedules is :mod:`django_weft.engine.schedules.previews`.
 """
 
 from __future__ import annotations

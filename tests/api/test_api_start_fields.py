@@ -21,7 +21,7 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from django_weft.engine.claiming import claim, deployed_pairs
+from django_weft.engine.runs.claiming import claim, deployed_pairs
 from django_weft.jobs.registry import registry
 from django_weft.models import Run, WorkerProcess
 

@@ -14,8 +14,8 @@ from django.test import Client
 
 from django_weft.console.history import SERIES_SHOWN, bar_end, read_history
 from django_weft.console.overview import Limit, read_overview
-from django_weft.engine.housekeeping import Tallier
-from django_weft.engine.tallying import SETTLE, tally
+from django_weft.engine.history.tallying import SETTLE, tally
+from django_weft.engine.worker.housekeeping import Tallier
 from django_weft.jobs.registry import registry
 from django_weft.live.changes import Changes
 from django_weft.models import DurationTally, Run, RunStatus, RunTally, TallyMark

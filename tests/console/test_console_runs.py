@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from django_weft.console.overview import read_overview
-from django_weft.engine.tallying import tally
+from django_weft.engine.history.tallying import tally
 from django_weft.models import (
     Attempt,
     Document,

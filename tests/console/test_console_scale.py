@@ -19,7 +19,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from pytest_django import DjangoDbBlocker
 
-from django_weft.engine.tallying import tally
+from django_weft.engine.history.tallying import tally
 from django_weft.models import Run, RunStatus, WorkerProcess
 from tests.databases import shared_rows
 

@@ -17,9 +17,9 @@ import pytest
 from django.db import OperationalError, connections
 from django.test import override_settings
 
-from django_weft.engine.finishing import AttemptReport, record_attempt
-from django_weft.engine.outages import BACKOFF_CAP, BACKOFF_JITTER, Outage
-from django_weft.engine.worker import Worker
+from django_weft.engine.database.outages import BACKOFF_CAP, BACKOFF_JITTER, Outage
+from django_weft.engine.outcomes.finishing import AttemptReport, record_attempt
+from django_weft.engine.worker.loop import Worker
 from django_weft.jobs.registry import registry
 from django_weft.live.changes import Changes
 from django_weft.models import (
@@ -247,7 +247,9 @@ def test_timeout_stops_a_run_that_checks(running_worker: Worker) -> None:
 def single_worker() -> Iterator[Worker]:
     """A worker with one run thread, so a run that holds it shows in the next start."""
     worker = Worker(
-        executor="django_weft.engine.executors.ThreadExecutor", concurrency=1, poll_interval=0.05
+        executor="django_weft.engine.worker.executors.ThreadExecutor",
+        concurrency=1,
+        poll_interval=0.05,
     )
     thread = threading.Thread(target=lambda: (worker.run(), connections.close_all()))
     thread.start()
@@ -288,7 +290,7 @@ def test_worker_declared_dead_fences_itself_and_registers_again(
     # liveness lock gone with its connection, as when the server gave up on a worker cut
     # off by the network: another worker reaps it.
     paused.membership.let_go()
-    other = Worker(clock=clock, executor="django_weft.engine.executors.InlineExecutor")
+    other = Worker(clock=clock, executor="django_weft.engine.worker.executors.InlineExecutor")
     other.start()
     clock.skip(timedelta(seconds=31))
     other.tick()
@@ -323,7 +325,7 @@ def test_new_worker_reaps_only_after_a_lost_after_window_of_its_own(clock: Drive
     run = start(registry.get("tests.sleep"), {"seconds": 0})
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, worker=silent, attempt=1)
     worker = Worker(
-        clock=clock, executor="django_weft.engine.executors.InlineExecutor", schedules=False
+        clock=clock, executor="django_weft.engine.worker.executors.InlineExecutor", schedules=False
     )
     worker.start()
     clock.skip(timedelta(seconds=29))

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from django_weft.engine.claiming import claim, deployed_pairs
+from django_weft.engine.runs.claiming import claim, deployed_pairs
 from django_weft.jobs.registry import registry
 from django_weft.models import Run, RunStatus, WorkerProcess
 from django_weft.operations import start

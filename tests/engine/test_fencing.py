@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, InterfaceError, OperationalError
 
-from django_weft.engine.claiming import claim, deployed_pairs
-from django_weft.engine.keepalives import client_keepalives, keepalive_settings
-from django_weft.engine.outages import is_outage
-from django_weft.engine.reaping import mark_dead
-from django_weft.engine.worker import Worker
+from django_weft.engine.database.keepalives import client_keepalives, keepalive_settings
+from django_weft.engine.database.outages import is_outage
+from django_weft.engine.runs.claiming import claim, deployed_pairs
+from django_weft.engine.worker.loop import Worker
+from django_weft.engine.worker.reaping import mark_dead
 from django_weft.jobs.context import RunContext
 from django_weft.jobs.outcomes import FinishContext, Outcome
 from django_weft.jobs.registry import Job, registry
@@ -32,7 +32,7 @@ from django_weft.testing import DrivenClock
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-INLINE = "django_weft.engine.executors.InlineExecutor"
+INLINE = "django_weft.engine.worker.executors.InlineExecutor"
 
 
 def test_claim_by_a_worker_declared_stopped_takes_nothing(clock: DrivenClock) -> None:

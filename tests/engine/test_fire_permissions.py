@@ -1,7 +1,7 @@
 """Tests for the permission check at every fire: a schedule starts its runs as its owner
 only while that owner may start runs (active, holding ``django_weft.add_run``).
 
-The scheduler (:mod:`django_weft.engine.scheduler`) asks :mod:`django_weft.access` for
+The scheduler (:mod:`django_weft.engine.schedules.scheduler`) asks :mod:`django_weft.access` for
 each batch of due rows. A row whose owner may not is parked: no run, the slot counted
 missed, the reason in ``problem``, ``schedule_failed`` once; its next slot asks again. A
 row whose owner's user was deleted is parked until it is taken over. The clock starts at
@@ -22,9 +22,9 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from django_weft import access, operations
-from django_weft.engine.finishing import finish
-from django_weft.engine.scheduler import Scheduler
-from django_weft.engine.worker import Worker
+from django_weft.engine.outcomes.finishing import finish
+from django_weft.engine.schedules.scheduler import Scheduler
+from django_weft.engine.worker.loop import Worker
 from django_weft.exceptions import StartRefused
 from django_weft.live.changes import Changes
 from django_weft.models import Overlap, Run, RunStatus, Schedule

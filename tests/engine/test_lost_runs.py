@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from django_weft.engine.reaping import finish_lost
+from django_weft.engine.worker.reaping import finish_lost
 from django_weft.jobs.registry import registry
 from django_weft.live.changes import Changes
 from django_weft.models import Document, Run, RunStatus, WorkerProcess

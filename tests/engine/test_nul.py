@@ -15,7 +15,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from django_weft import operations
-from django_weft.engine.schedules import save_schedule
+from django_weft.engine.schedules.saving import save_schedule
 from django_weft.exceptions import InvalidArgs, InvalidIdempotencyKey
 from django_weft.jobs.registry import registry
 from django_weft.jobs.revisions import InvalidDocument

@@ -21,7 +21,7 @@ import pytest
 from django.test import override_settings
 
 from django_weft.conf import weft_settings
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.loop import Worker
 from django_weft.jobs.context import RunContext
 from django_weft.jobs.outcomes import FinishContext, Outcome
 from django_weft.jobs.registry import Job, registry
@@ -33,7 +33,7 @@ from tests.executors import HeldThreads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-INLINE = "django_weft.engine.executors.InlineExecutor"
+INLINE = "django_weft.engine.worker.executors.InlineExecutor"
 #: The job's timeout, and the grace these tests give it.
 TIMEOUT, GRACE = 1.0, 2.0
 

@@ -1,4 +1,4 @@
-"""Tests for django_weft.engine.previews: the stored schedules a preview plans.
+"""Tests for django_weft.engine.schedules.previews: the stored schedules a preview plans.
 
 The rows are read in one query, with only the fields the preview reads; disabled rows,
 other jobs and other names are left out when asked.
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from django_weft.engine.previews import enabled_schedules, schedules_enabled
+from django_weft.engine.schedules.previews import enabled_schedules, schedules_enabled
 from django_weft.models import Schedule
 from django_weft.timing.preview import preview
 

@@ -1,4 +1,4 @@
-"""The process executor (django_weft/engine/process_pool.py): jobs in child processes.
+"""The process executor (django_weft/engine/worker/process_pool.py): jobs in child processes.
 
 Real children, started with ``spawn`` by the worker's pool: a run of an
 ``executor="process"`` job goes through the same run step there (result, state, attempt,
@@ -20,7 +20,7 @@ from django.db import connections
 from django.test import override_settings
 
 from django_weft.conf import weft_settings
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.loop import Worker
 from django_weft.jobs.registry import Job, job, registry
 from django_weft.models import Document, Run, RunStatus
 from django_weft.operations import abort, start
@@ -111,7 +111,7 @@ def test_child_that_exits_fails_the_attempt_with_its_exit_code(running_worker: W
 def driven_worker(clock: DrivenClock) -> Iterator[Worker]:
     """A worker on the driven clock with real run threads, ticked by the test."""
     worker = Worker(
-        clock=clock, executor="django_weft.engine.executors.ThreadExecutor", concurrency=1
+        clock=clock, executor="django_weft.engine.worker.executors.ThreadExecutor", concurrency=1
     )
     worker.start()
     yield worker

@@ -13,7 +13,7 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from django_weft.engine.pruning import prune, prune_batch
+from django_weft.engine.history.pruning import prune, prune_batch
 from django_weft.jobs.registry import registry
 from django_weft.models import (
     Attempt,

@@ -1,6 +1,6 @@
 """A round's finishes: the plain ones one ``UPDATE`` of the run table, every guarantee kept.
 
-The reports are recorded by the worker's own :class:`~django_weft.engine.reports.Reports`
+The reports are recorded by the worker's own :class:`~django_weft.engine.worker.reports.Reports`
 after a real claim, on SQLite and PostgreSQL, with the statements captured.
 """
 
@@ -14,11 +14,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from django_weft.engine.claiming import claim, deployed_pairs
-from django_weft.engine.execution import Execution, report_of
-from django_weft.engine.finishing import FINISH_ROWS
-from django_weft.engine.reaping import finish_lost
-from django_weft.engine.reports import Reports
+from django_weft.engine.outcomes.finishing import FINISH_ROWS
+from django_weft.engine.runs.claiming import claim, deployed_pairs
+from django_weft.engine.worker.execution import Execution, report_of
+from django_weft.engine.worker.reaping import finish_lost
+from django_weft.engine.worker.reports import Reports
 from django_weft.jobs.registry import registry
 from django_weft.jobs.tracebacks import ErrorRecord
 from django_weft.live.changes import Changes

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from django.test import override_settings
 
-from django_weft.engine.executors import Executor, InlineExecutor
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.executors import Executor, InlineExecutor
+from django_weft.engine.worker.loop import Worker
 from django_weft.jobs.registry import registry
 from django_weft.live.changes import Changes
 from django_weft.models import Run, RunStatus

@@ -16,7 +16,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.loop import Worker
 from django_weft.jobs.context import RunContext
 from django_weft.jobs.registry import Job, registry
 from django_weft.models import LastStatus, Run, RunStatus, Schedule, WorkerProcess

@@ -1,4 +1,5 @@
-"""Tests for django_weft.engine.scheduler: arming, firing, catch-up, overlap, live edits and cost.
+"""Tests for django_weft.engine.schedules.scheduler: arming, firing, catch-up, overlap, live
+edits and cost.
 
 The clock starts at 2026-03-07 11:00 UTC, 06:00 in Toronto (EST, -5); Toronto springs
 forward on 2026-03-08, so its 07:00 is 12:00 UTC on the 7th and 11:00 UTC from the 8th.
@@ -18,9 +19,9 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from django_weft.engine.finishing import Claim, finish
-from django_weft.engine.scheduler import Scheduler, decide
-from django_weft.engine.worker import Worker
+from django_weft.engine.outcomes.finishing import Claim, finish
+from django_weft.engine.schedules.scheduler import Scheduler, decide
+from django_weft.engine.worker.loop import Worker
 from django_weft.jobs.context import RunContext
 from django_weft.jobs.registry import Job, registry
 from django_weft.live.changes import Changes

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 import django_weft
 from django_weft import operations
-from django_weft.engine.starting import StartRequest
+from django_weft.engine.runs.starting import StartRequest
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
     Forbidden,

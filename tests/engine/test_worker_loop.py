@@ -12,8 +12,8 @@ from django.db import OperationalError, connection
 from django.test.utils import CaptureQueriesContext
 
 from django_weft.conf import weft_settings
-from django_weft.engine.outages import FAILED
-from django_weft.engine.worker import Worker
+from django_weft.engine.database.outages import FAILED
+from django_weft.engine.worker.loop import Worker
 from django_weft.jobs.registry import registry
 from django_weft.live.changes import Changes
 from django_weft.models import Run, RunStatus, Schedule

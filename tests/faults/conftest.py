@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 from django.test import override_settings
 
-from django_weft.engine.liveness import lock_key
+from django_weft.engine.worker.liveness import lock_key
 from tests.browsers import browser  # noqa: F401  (the fixture, for the example outage test)
 from tests.faults.pgbouncer import PgBouncer
 from tests.faults.servers import FaultServers, PostgresCluster, RedisServer, fault_servers

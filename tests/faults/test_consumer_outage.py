@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import override_settings
 
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.loop import Worker
 from django_weft.models import Run, RunStatus
 from django_weft.operations import change_document, open_document, start
 from django_weft.sockets.outages import CLOSE_RESYNC_FAILED

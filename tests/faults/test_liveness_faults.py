@@ -27,15 +27,15 @@ from django.test import override_settings
 from django.utils import timezone
 
 from django_weft.conf import weft_settings
-from django_weft.engine.claiming import claim, deployed_pairs
-from django_weft.engine.execution import Execution, report_of
-from django_weft.engine.finishing import AttemptReport
-from django_weft.engine.keepalives import keepalive_settings
-from django_weft.engine.liveness import key_sql, lock_key
-from django_weft.engine.notify import CHANNEL
-from django_weft.engine.reaping import mark_dead
-from django_weft.engine.reports import Reports
-from django_weft.engine.worker import Worker
+from django_weft.engine.database.keepalives import keepalive_settings
+from django_weft.engine.database.notify import CHANNEL
+from django_weft.engine.outcomes.finishing import AttemptReport
+from django_weft.engine.runs.claiming import claim, deployed_pairs
+from django_weft.engine.worker.execution import Execution, report_of
+from django_weft.engine.worker.liveness import key_sql, lock_key
+from django_weft.engine.worker.loop import Worker
+from django_weft.engine.worker.reaping import mark_dead
+from django_weft.engine.worker.reports import Reports
 from django_weft.jobs.connections import limit_session
 from django_weft.jobs.registry import registry
 from django_weft.live.changes import Changes
@@ -52,7 +52,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 LOST_AFTER = float(FAST_HEARTBEAT["WEFT_TEST_LOST_AFTER"])
 HEARTBEAT = float(FAST_HEARTBEAT["WEFT_TEST_HEARTBEAT_INTERVAL"])
-INLINE = "django_weft.engine.executors.InlineExecutor"
+INLINE = "django_weft.engine.worker.executors.InlineExecutor"
 #: Slots of the cluster while a test starves a worker of connections.
 FEW_SLOTS = 40
 #: Events on a busy machine may take a while: every wait here allows this long.

@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.loop import Worker
 from django_weft.jobs.registry import registry
 from django_weft.live import publisher
 from django_weft.live.publisher import PUBLISH_TIMEOUT
@@ -41,7 +41,7 @@ def test_publishing_while_redis_is_down_never_fails_a_run(
     """Starts and finishes commit while Redis is down; the outage is two log lines."""
     caplog.set_level(logging.INFO, logger="django_weft.live")
     noop = registry.get("tests.noop")
-    worker = Worker(clock=clock, executor="django_weft.engine.executors.InlineExecutor")
+    worker = Worker(clock=clock, executor="django_weft.engine.worker.executors.InlineExecutor")
     try:
         redis.stop()
         runs = [start(noop, {}) for _ in range(3)]

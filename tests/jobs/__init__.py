@@ -431,7 +431,7 @@ def nul_output(ctx: RunContext) -> str:
     return "printed"
 
 
-# -- the process executor (django_weft.engine.process_pool) -----------------------------------
+# -- the process executor (django_weft.engine.worker.process_pool) ---------------------------
 
 
 @job(

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from django_weft.engine.claiming import claim, deployed_pairs
+from django_weft.engine.runs.claiming import claim, deployed_pairs
 from django_weft.jobs.registry import registry
 from django_weft.models import Run, WorkerProcess
 from django_weft.operations import start

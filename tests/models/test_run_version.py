@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.loop import Worker
 from django_weft.jobs.registry import registry
 from django_weft.models import Run, RunStatus
 from django_weft.operations import start
@@ -28,7 +28,7 @@ def test_run_version_grows_at_every_step_of_a_run(clock: DrivenClock) -> None:
     seen = [version_of(run)]
     run.record_abort_request(timezone.now())
     seen.append(version_of(run))
-    worker = Worker(clock=clock, executor="django_weft.engine.executors.InlineExecutor")
+    worker = Worker(clock=clock, executor="django_weft.engine.worker.executors.InlineExecutor")
     try:
         worker.tick()
     finally:

@@ -4,7 +4,7 @@ A plan DESIGN §1 calls unschedulable is refused by the model's ``save()`` (so b
 write that goes through the model), by ``full_clean()`` and, for the plan shape, by the
 database's own check constraints (``QuerySet.update`` skips ``save()``). A job that is
 not deployed or args that fail its serializer are refused by
-:func:`django_weft.engine.schedules.save_schedule`, which the admin, the API and the service
+:func:`django_weft.engine.schedules.saving.save_schedule`, which the admin, the API and the service
 layer save through (the model cannot know what code is deployed), and reported at the
 first fire of a row written around it. A refusal writes nothing.
 """
@@ -19,7 +19,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from django_weft.engine.schedules import save_schedule
+from django_weft.engine.schedules.saving import save_schedule
 from django_weft.models import Schedule
 
 pytestmark = pytest.mark.django_db

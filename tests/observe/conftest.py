@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
-from django_weft.engine.housekeeping import loop_pulse
+from django_weft.engine.worker.housekeeping import loop_pulse
 
 METRICS = "/weft/metrics/"
 READY = "/weft/health/ready/"

@@ -11,7 +11,7 @@ from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 from django.test import Client
 
-from django_weft.engine.housekeeping import loop_pulse
+from django_weft.engine.worker.housekeeping import loop_pulse
 from django_weft.observe import health
 from tests.observe.conftest import LIVE, METRICS, READY
 from tests.processes import wait_for

@@ -14,7 +14,7 @@ from django.db import OperationalError, connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from django_weft.engine.outages import Outage
+from django_weft.engine.database.outages import Outage
 from django_weft.models import PausedQueue, Schedule
 from django_weft.observe import checks as observe_checks
 from django_weft.observe import views

@@ -11,7 +11,7 @@ import pytest
 from django.db import OperationalError
 from django.dispatch import Signal
 
-from django_weft.engine.outages import Outage
+from django_weft.engine.database.outages import Outage
 from django_weft.models import Run
 from django_weft.operations import start
 from django_weft.signals import outage_ended, outage_started, run_started

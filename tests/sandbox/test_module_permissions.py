@@ -25,7 +25,7 @@ from django.test import Client
 from django.urls import reverse
 
 from django_weft import operations
-from django_weft.engine.starting import StartRequest
+from django_weft.engine.runs.starting import StartRequest
 from django_weft.exceptions import Forbidden, InvalidArgs
 from django_weft.jobs.registry import registry
 from django_weft.models import Module, ModuleRevision, Run, RunStatus, Schedule

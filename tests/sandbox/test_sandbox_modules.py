@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from django_weft.engine.schedules import save_schedule
+from django_weft.engine.schedules.saving import save_schedule
 from django_weft.models import Module, ModuleRevision, Schedule
 from django_weft.sandbox.modules import save_module
 from tests import sandbox_helpers  # noqa: F401  (registers the tests' host functions)

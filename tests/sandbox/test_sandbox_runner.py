@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.loop import Worker
 from django_weft.exceptions import InvalidArgs
 from django_weft.jobs.registry import registry
 from django_weft.models import RunStatus, Schedule

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.loop import Worker
 from django_weft.exceptions import ConcurrencyLimitReached
 from django_weft.models import Document, Run, RunStatus
 from django_weft.operations import abort, start

@@ -13,9 +13,9 @@ from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.utils import timezone
 
-from django_weft.engine.claiming import claim
-from django_weft.engine.finishing import AttemptReport, record_attempt
-from django_weft.engine.reaping import finish_lost
+from django_weft.engine.outcomes.finishing import AttemptReport, record_attempt
+from django_weft.engine.runs.claiming import claim
+from django_weft.engine.worker.reaping import finish_lost
 from django_weft.jobs.registry import registry
 from django_weft.jobs.tracebacks import ErrorRecord
 from django_weft.live.changes import Changes

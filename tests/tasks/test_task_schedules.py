@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.core.exceptions import ValidationError
 
-from django_weft.engine.schedules import save_schedule
+from django_weft.engine.schedules.saving import save_schedule
 from django_weft.models import Run, Schedule
 from django_weft.tasks.framework import TaskResultStatus, default_task_backend
 from django_weft.testing import Rehearsal

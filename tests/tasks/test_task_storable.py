@@ -20,7 +20,7 @@ from django.db import transaction
 from rest_framework.test import APIClient
 
 from django_weft import operations
-from django_weft.engine.schedules import save_schedule
+from django_weft.engine.schedules.saving import save_schedule
 from django_weft.exceptions import InvalidArgs, InvalidBatchItem
 from django_weft.jobs.registry import registry
 from django_weft.jobs.storable import NOT_FINITE_REFUSAL, NUL_REFUSAL, SURROGATE_REFUSAL

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.test import override_settings
 
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.loop import Worker
 from django_weft.models import Run, RunStatus, Schedule
 from django_weft.testing import DrivenClock, Rehearsal
 from django_weft.timing.clocks import Clock, SystemClock, load_clock
@@ -190,7 +190,7 @@ def test_driven_clock_negative_delta(method: str) -> None:
 def test_driven_clock_advance_runs_nothing_even_with_a_worker_on_it(clock: DrivenClock) -> None:
     """The clock does not know the workers built on it: advancing it alone fires nothing."""
     Schedule.objects.create(name="once", job="tests.noop", at=START + timedelta(minutes=30))
-    worker = Worker(clock=clock, executor="django_weft.engine.executors.InlineExecutor")
+    worker = Worker(clock=clock, executor="django_weft.engine.worker.executors.InlineExecutor")
     try:
         worker.tick()  # arms the row
         clock.advance(timedelta(hours=1))

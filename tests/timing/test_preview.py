@@ -23,8 +23,8 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
-from django_weft.engine.previews import enabled_schedules
-from django_weft.engine.scheduler import Scheduler
+from django_weft.engine.schedules.previews import enabled_schedules
+from django_weft.engine.schedules.scheduler import Scheduler
 from django_weft.models import Run, Schedule, WorkerProcess
 from django_weft.timing import preview as preview_module
 from django_weft.timing.clocks import Clock

@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from django_weft.engine.executors import InlineExecutor
-from django_weft.engine.worker import Worker
+from django_weft.engine.worker.executors import InlineExecutor
+from django_weft.engine.worker.loop import Worker
 from django_weft.jobs.context import RunContext
 from django_weft.jobs.registry import Job, registry
 from django_weft.models import Run, RunStatus, Schedule, WorkerProcess
@@ -24,7 +24,7 @@ from django_weft.timing.clocks import SystemClock
 
 START = datetime(2026, 3, 7, 11, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
-INLINE = "django_weft.engine.executors.InlineExecutor"
+INLINE = "django_weft.engine.worker.executors.InlineExecutor"
 
 #: What each run of ``tests.witness`` saw: (its due, the process clock's now, that clock).
 Seen = list[tuple[datetime | None, datetime, clocks.Clock]]
@@ -88,7 +88,7 @@ def test_rehearsal_runs_on_threads_finish_before_time_moves_on(clock: DrivenCloc
     Schedule.objects.create(
         name="sleepy", job="tests.sleep", args={"seconds": 0.2}, every=10 * MINUTE
     )
-    executor = "django_weft.engine.executors.ThreadExecutor"
+    executor = "django_weft.engine.worker.executors.ThreadExecutor"
     with Rehearsal(clock, executor=executor, concurrency=2) as rehearsal:
         started = time.monotonic()
         rehearsal.advance(30 * MINUTE)

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from django_weft.conf import weft_settings
-from django_weft.engine.pruning import prune_audit, prune_batch, prune_workers
+from django_weft.engine.history.pruning import prune_audit, prune_batch, prune_workers
 from django_weft.management.arguments import convert_keywords, period, positive_int
 from django_weft.timing import clocks
 from django_weft.timing.preview import Period

@@ -13,8 +13,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from django_weft.engine.previews import enabled_schedules, schedules_enabled
-from django_weft.engine.worker import Worker
+from django_weft.engine.schedules.previews import enabled_schedules, schedules_enabled
+from django_weft.engine.worker.loop import Worker
 from django_weft.jobs.registry import registry
 from django_weft.management.arguments import (
     address,

@@ -11,12 +11,12 @@ claimable (a task's ``run_after``, else when it was started), then when it was s
 of runs of equal priority, a task enqueued at 8:00 to run after 9:00 goes after a run
 started at 8:30 and before one started at 9:05. A claimed
 run is ``running`` on that worker with its attempt number raised by one; only that
-worker (and attempt) may finish it (see :mod:`django_weft.engine.finishing`).
+worker (and attempt) may finish it (see :mod:`django_weft.engine.outcomes.finishing`).
 
 The pick also names the claiming worker's registration: its row, not stopped, read
 ``FOR SHARE`` on PostgreSQL. A worker that others declared dead claims nothing, and a
 reaper marking it stopped waits for a claim in progress, so the runs of that claim are
-among those it then finishes as lost (see :mod:`django_weft.engine.reaping`).
+among those it then finishes as lost (see :mod:`django_weft.engine.worker.reaping`).
 
 The statement is built once per set of deployed jobs and queues, not per claim.
 """
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from django.db import connection
 
-from django_weft.engine import sql
+from django_weft.engine.database import sql
 from django_weft.models import PausedQueue, Run, RunStatus, WorkerProcess
 
 if TYPE_CHECKING:

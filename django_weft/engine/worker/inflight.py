@@ -6,7 +6,7 @@ are kept in one place so that each of those parts asks the same questions (which
 are still ours to wait for? which one is that run?) instead of reaching into the worker.
 
 Run threads add runs too (a thread that ended its run may claim the next itself, see
-:mod:`~django_weft.engine.intake`), so the executions are kept under a lock. Such a run
+:mod:`~django_weft.engine.worker.intake`), so the executions are kept under a lock. Such a run
 takes over its predecessor's executor slot (``handle``): giving up on the predecessor,
 whose report waits to be recorded, must not abandon the thread now running its
 successor.
@@ -18,8 +18,8 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 
-from django_weft.engine.execution import Execution
-from django_weft.engine.executors import Executor
+from django_weft.engine.worker.execution import Execution
+from django_weft.engine.worker.executors import Executor
 
 
 class InFlight:

@@ -45,7 +45,7 @@ class Executor:
 
     #: Whether tasks run on threads of their own, beside the caller's: a run thread may
     #: then claim and run its next run itself instead of waiting for the worker's loop
-    #: (see :mod:`~django_weft.engine.intake`). False where a task runs in the caller.
+    #: (see :mod:`~django_weft.engine.worker.intake`). False where a task runs in the caller.
     runs_beside_caller = False
 
     def __init__(self, concurrency: int) -> None:
@@ -175,5 +175,5 @@ class ThreadExecutor(Executor):
 def load_executor(path: str | None, concurrency: int) -> Executor:
     executor = import_setting(path or weft_settings.EXECUTOR)(concurrency)
     if not isinstance(executor, Executor):
-        raise TypeError(f"{path} is not a django_weft.engine.executors.Executor")
+        raise TypeError(f"{path} is not a django_weft.engine.worker.executors.Executor")
     return executor

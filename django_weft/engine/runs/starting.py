@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 
 from django_weft import tracing
-from django_weft.engine import sql
+from django_weft.engine.database import sql
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
     IdempotencyKeyReused,

@@ -7,9 +7,9 @@ also holds a session-level advisory lock keyed by its worker row's id
 ``WEFT_LIVENESS_DATABASE`` and kept by a thread of its own (:class:`LivenessLock`). The
 server releases the lock when that session ends: when the process exits or is killed
 (the kernel closes its socket), or when the server's TCP keepalives, set on the session
-(:mod:`~django_weft.engine.keepalives`), give up on a host that vanished. Reapers read the held
-locks from ``pg_locks`` in the statement that marks workers stopped
-(:mod:`~django_weft.engine.reaping`): a worker that holds its lock is alive, however
+(:mod:`~django_weft.engine.database.keepalives`), give up on a host that vanished.
+Reapers read the held locks from ``pg_locks`` in the statement that marks workers stopped
+(:mod:`~django_weft.engine.worker.reaping`): a worker that holds its lock is alive, however
 long its heartbeat is silent.
 
 A database restart drops every lock: live workers' threads connect again and take theirs
@@ -28,8 +28,8 @@ from typing import Any
 from django.db import connections
 
 from django_weft.conf import weft_settings
-from django_weft.engine.keepalives import keepalives
-from django_weft.engine.outages import Outage
+from django_weft.engine.database.keepalives import keepalives
+from django_weft.engine.database.outages import Outage
 from django_weft.jobs.connections import limit_session
 
 logger = logging.getLogger("django_weft.worker")

@@ -5,7 +5,7 @@ runs) around one loop of steps. ``tick()`` does one round of steps and says whet
 did work, so tests call it directly; ``run()`` repeats it, sleeping through the clock
 when there is nothing to do until the next due time, a NOTIFY, or the poll interval.
 
-Every step runs inside one error boundary (:class:`~django_weft.engine.outages.Outage`): a
+Every step runs inside one error boundary (:class:`~django_weft.engine.database.outages.Outage`): a
 step that raises (the database restarted, the network blinked, a bug) is logged once,
 the broken connections are dropped, and the loop backs off and tries again; only a
 signal stops ``runjobs``. A run's outcome is kept in memory until the database takes
@@ -14,16 +14,17 @@ it, so an outage costs time, never an outcome.
 The loop, its life cycle and the order of its steps are here; what the steps do is in
 modules of their own beside it:
 
-- :mod:`~django_weft.engine.options`: what the worker was told (flags, keywords);
-- :mod:`~django_weft.engine.inflight`: the runs it executes, claimed, not yet recorded;
-- :mod:`~django_weft.engine.membership`: its row, heartbeat, liveness lock, fence, reaping;
-- :mod:`~django_weft.engine.reports`: the outcomes handed to the loop, kept through outages;
-- :mod:`~django_weft.engine.timeouts`: runs past their timeout, asked to stop, given up;
-- :mod:`~django_weft.engine.lookout`: where the next round looks, and NOTIFYs;
-- :mod:`~django_weft.engine.intake`: the claims, and each run's start on a thread;
-- :mod:`~django_weft.engine.process_pool`: the child processes of ``executor="process"`` jobs;
-- :mod:`~django_weft.engine.housekeeping`: pruning, the overview's history, the health file;
-- :mod:`~django_weft.engine.shutdown`: the grace, the aborts, the last reports.
+- :mod:`~django_weft.engine.worker.options`: what the worker was told (flags, keywords);
+- :mod:`~django_weft.engine.worker.inflight`: the runs it executes, claimed, not yet recorded;
+- :mod:`~django_weft.engine.worker.membership`: its row, heartbeat, liveness lock, fence, reaping;
+- :mod:`~django_weft.engine.worker.reports`: the outcomes handed to the loop, kept through outages;
+- :mod:`~django_weft.engine.worker.timeouts`: runs past their timeout, asked to stop, given up;
+- :mod:`~django_weft.engine.worker.lookout`: where the next round looks, and NOTIFYs;
+- :mod:`~django_weft.engine.worker.intake`: the claims, and each run's start on a thread;
+- :mod:`~django_weft.engine.worker.process_pool`: the child processes of
+  ``executor="process"`` jobs;
+- :mod:`~django_weft.engine.worker.housekeeping`: pruning, the overview's history, the health file;
+- :mod:`~django_weft.engine.worker.shutdown`: the grace, the aborts, the last reports.
 """
 
 from __future__ import annotations
@@ -35,20 +36,20 @@ from functools import partial
 from typing import Any
 
 from django_weft.conf import weft_settings
-from django_weft.engine.executors import Executor, load_executor
-from django_weft.engine.housekeeping import HealthFile, Pruner, Tallier, loop_pulse
-from django_weft.engine.inflight import InFlight
-from django_weft.engine.intake import Intake
-from django_weft.engine.lookout import Lookout
-from django_weft.engine.membership import Membership
-from django_weft.engine.notify import Listener, listen_alias
-from django_weft.engine.options import WorkerOptions
-from django_weft.engine.outages import FAILED, Outage, Step
-from django_weft.engine.process_pool import ProcessPool
-from django_weft.engine.reports import Reports
-from django_weft.engine.scheduler import Scheduler
-from django_weft.engine.shutdown import Shutdown
-from django_weft.engine.timeouts import Timeouts
+from django_weft.engine.database.notify import Listener, listen_alias
+from django_weft.engine.database.outages import FAILED, Outage, Step
+from django_weft.engine.schedules.scheduler import Scheduler
+from django_weft.engine.worker.executors import Executor, load_executor
+from django_weft.engine.worker.housekeeping import HealthFile, Pruner, Tallier, loop_pulse
+from django_weft.engine.worker.inflight import InFlight
+from django_weft.engine.worker.intake import Intake
+from django_weft.engine.worker.lookout import Lookout
+from django_weft.engine.worker.membership import Membership
+from django_weft.engine.worker.options import WorkerOptions
+from django_weft.engine.worker.process_pool import ProcessPool
+from django_weft.engine.worker.reports import Reports
+from django_weft.engine.worker.shutdown import Shutdown
+from django_weft.engine.worker.timeouts import Timeouts
 from django_weft.jobs.connections import StatementLimits
 from django_weft.live import publisher
 from django_weft.live.changes import Changes
@@ -64,7 +65,7 @@ class Worker:
 
     ``clock`` defaults to the process's (:func:`~django_weft.timing.clocks.current_clock`),
     ``executor`` (an import string or an :class:`Executor`) to ``WEFT_EXECUTOR``; the
-    other keywords go to :meth:`WorkerOptions.of <django_weft.engine.options.WorkerOptions.of>`
+    other keywords go to :meth:`WorkerOptions.of <.options.WorkerOptions.of>`
     (``concurrency``, ``queues``, ``jobs``, ``schedules``, ``shutdown_grace``,
     ``poll_interval``, ``health_file``).
     """

@@ -1,9 +1,9 @@
 """The claim step: which runs this worker takes in, and how each starts executing.
 
 A worker claims only runs of the jobs (and versions) deployed in it, of the queues it
-was told, as many as its executor has free slots (:func:`~django_weft.engine.claiming.claim`
+was told, as many as its executor has free slots (:func:`~django_weft.engine.runs.claiming.claim`
 writes the claim). Each claimed run becomes an
-:class:`~django_weft.engine.execution.Execution` with its timeout's deadline, goes in
+:class:`~django_weft.engine.worker.execution.Execution` with its timeout's deadline, goes in
 flight, and is handed to the executor; its thread delivers the report to the queue and
 wakes the loop. Apart from the loop because it is the one step that knows about jobs,
 queues, threads and the process pool at once.
@@ -23,7 +23,7 @@ that run tasks in the caller (``InlineExecutor``) leave every claim to the loop.
 
 After the first stop signal no thread claims: the loop's claim step and the run threads'
 claims alike go through :meth:`Shutdown.unless_stopping
-<django_weft.engine.shutdown.Shutdown.unless_stopping>`, which looks at the stop where
+<django_weft.engine.worker.shutdown.Shutdown.unless_stopping>`, which looks at the stop where
 the claim is made (a round begun before the signal still reaches its claim step).
 """
 
@@ -34,16 +34,16 @@ import threading
 from datetime import datetime
 from functools import partial
 
-from django_weft.engine import timeouts
-from django_weft.engine.claiming import claim, deployed_pairs
-from django_weft.engine.execution import Execution, execute
-from django_weft.engine.inflight import InFlight
-from django_weft.engine.lookout import Lookout
-from django_weft.engine.membership import Membership
-from django_weft.engine.options import WorkerOptions
-from django_weft.engine.process_pool import ProcessPool, execute_in_child
-from django_weft.engine.reports import Reports
-from django_weft.engine.shutdown import Shutdown
+from django_weft.engine.runs.claiming import claim, deployed_pairs
+from django_weft.engine.worker import timeouts
+from django_weft.engine.worker.execution import Execution, execute
+from django_weft.engine.worker.inflight import InFlight
+from django_weft.engine.worker.lookout import Lookout
+from django_weft.engine.worker.membership import Membership
+from django_weft.engine.worker.options import WorkerOptions
+from django_weft.engine.worker.process_pool import ProcessPool, execute_in_child
+from django_weft.engine.worker.reports import Reports
+from django_weft.engine.worker.shutdown import Shutdown
 from django_weft.jobs.registry import Job, registry
 from django_weft.live import publisher
 from django_weft.live.changes import Changes

@@ -1,5 +1,6 @@
 """A child process's side of the pool: runs arrive over a pipe, one at a time, and each
-goes through the same run step as on a thread (:func:`~django_weft.engine.execution.execute`).
+goes through the same run step as on a thread
+(:func:`~django_weft.engine.worker.execution.execute`).
 
 What the worker sends (on ``inbox``): ``("run", run, worker_id)``, the claimed
 :class:`~django_weft.models.Run` (its job name and version, args, id, attempt, due and
@@ -28,8 +29,8 @@ from typing import Any
 
 from django.db import connections
 
-from django_weft.engine.execution import Execution, execute
-from django_weft.engine.finishing import AttemptReport
+from django_weft.engine.outcomes.finishing import AttemptReport
+from django_weft.engine.worker.execution import Execution, execute
 from django_weft.jobs.connections import drop_broken_connections
 
 logger = logging.getLogger("django_weft.executors")

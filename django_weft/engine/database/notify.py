@@ -25,8 +25,8 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from django_weft.conf import weft_settings
-from django_weft.engine.keepalives import keepalives
-from django_weft.engine.outages import Outage
+from django_weft.engine.database.keepalives import keepalives
+from django_weft.engine.database.outages import Outage
 from django_weft.jobs.connections import limit_session
 
 logger = logging.getLogger("django_weft.notify")

@@ -6,14 +6,15 @@ worker's clock: the deadline, when the run's abort is set (a run that honours it
 with ``Timeout``), and the deadline plus the grace, when the worker stops waiting, frees
 the slot and reports the run lost itself. The deadline is worked out from the run's row
 alone (:func:`deadline`: its job's timeout as deployed, from the attempt's start), so
-that other workers find the same one: when the worker running it is silent past it (paused,
-hung, its loop held by a job that holds the GIL), they finish the run in its place
-(:func:`~django_weft.engine.reaping.finish_overdue`). A run on a thread that ignores it goes on
-until it returns (its outcome discarded); a run of the process executor is killed with
-its child process then (:mod:`~django_weft.engine.process_pool`). The loop sleeps until
-the next of them (:meth:`Timeouts.moments`) and enforces both in one step
-(:meth:`Timeouts.step`); they live apart from the loop because they are the only part of
-it that judges a run by its age.
+that other workers find the same one: when the worker running it is silent past it
+(paused, hung, its loop held by a job that holds the GIL), they finish the run in its
+place (:func:`~django_weft.engine.worker.reaping.finish_overdue`). A run on a thread
+that ignores it goes on until it returns (its outcome discarded); a run of the process
+executor is killed with its child process then
+(:mod:`~django_weft.engine.worker.process_pool`). The loop sleeps until the next of them
+(:meth:`Timeouts.moments`) and enforces both in one step (:meth:`Timeouts.step`); they
+live apart from the loop because they are the only part of it that judges a run by its
+age.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django_weft.conf import weft_settings
-from django_weft.engine.execution import Execution, report_of
-from django_weft.engine.finishing import AttemptReport
-from django_weft.engine.inflight import InFlight
+from django_weft.engine.outcomes.finishing import AttemptReport
+from django_weft.engine.worker.execution import Execution, report_of
+from django_weft.engine.worker.inflight import InFlight
 from django_weft.jobs.registry import registry
 from django_weft.jobs.tracebacks import ErrorRecord
 from django_weft.live.changes import Changes

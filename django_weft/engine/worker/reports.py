@@ -1,7 +1,7 @@
 """The report queue: how attempts ended, handed from the run threads to the loop.
 
 A run thread ends its attempt by delivering an
-:class:`~django_weft.engine.finishing.AttemptReport`; it writes nothing. The loop records
+:class:`~django_weft.engine.outcomes.finishing.AttemptReport`; it writes nothing. The loop records
 what is waiting, all of it in one transaction per round, and a report leaves the queue
 only once that transaction has committed. While the database is down the reports simply
 wait here, in memory, for the next round that reaches it: an outage costs time, never an
@@ -23,9 +23,14 @@ from datetime import datetime
 
 from django.db import DatabaseError, OperationalError, connection, transaction
 
-from django_weft.engine.execution import Execution
-from django_weft.engine.finishing import AttemptReport, finish_plain, is_plain, record_attempt
-from django_weft.engine.outages import gave_up_waiting
+from django_weft.engine.database.outages import gave_up_waiting
+from django_weft.engine.outcomes.finishing import (
+    AttemptReport,
+    finish_plain,
+    is_plain,
+    record_attempt,
+)
+from django_weft.engine.worker.execution import Execution
 from django_weft.jobs.tracebacks import ErrorRecord
 from django_weft.live.changes import Changes
 from django_weft.models import Run, RunStatus

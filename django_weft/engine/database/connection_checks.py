@@ -2,7 +2,7 @@
 
 Beside the engine rather than in :mod:`django_weft.checks`, which calls them, because
 they judge the connections the engine opens (:mod:`~django_weft.jobs.connections`,
-:mod:`~django_weft.engine.liveness`, :mod:`~django_weft.engine.notify`), each the
+:mod:`~django_weft.engine.worker.liveness`, :mod:`~django_weft.engine.database.notify`), each the
 value as set (``weft_settings.raw``).
 """
 

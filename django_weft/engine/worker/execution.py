@@ -1,8 +1,8 @@
 """The run step: call the job function outside any transaction and report how it ended.
 
 Nothing here writes the outcome: :func:`execute` hands an
-:class:`~django_weft.engine.finishing.AttemptReport` to the worker, which records it (and keeps
-it until the database takes it, through an outage if need be).
+:class:`~django_weft.engine.outcomes.finishing.AttemptReport` to the worker, which
+records it (and keeps it until the database takes it, through an outage if need be).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from asgiref.sync import async_to_sync
 from rest_framework import serializers
 
 from django_weft import tracing
-from django_weft.engine.finishing import AttemptReport
+from django_weft.engine.outcomes.finishing import AttemptReport
 from django_weft.exceptions import RunAborted
 from django_weft.jobs.context import RunContext, StateChanged
 from django_weft.jobs.registry import Job, flatten_errors, registry
@@ -46,7 +46,7 @@ class Execution:
     was the timeout. ``given_up`` is set when the worker stopped waiting for it (its
     timeout's grace passed, or the worker was declared dead): whatever it reports later
     is discarded. ``in_process`` says its job runs in a child process of the worker's
-    pool (:mod:`~django_weft.engine.process_pool`) rather than on the run thread.
+    pool (:mod:`~django_weft.engine.worker.process_pool`) rather than on the run thread.
     """
 
     run: Run

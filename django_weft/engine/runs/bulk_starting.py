@@ -1,7 +1,7 @@
 """The bulk start: many runs in one transaction and one INSERT, for fan-out.
 
-:func:`start_many` answers a batch of :class:`~django_weft.engine.starting.StartRequest`
-as that many :func:`~django_weft.engine.starting.start_or_get` calls would, in their
+:func:`start_many` answers a batch of :class:`~django_weft.engine.runs.starting.StartRequest`
+as that many :func:`~django_weft.engine.runs.starting.start_or_get` calls would, in their
 order, but with a few statements for the whole batch instead of a few per run:
 
 - every item is checked first, as a start checks one (args against the job's
@@ -16,7 +16,7 @@ order, but with a few statements for the whole batch instead of a few per run:
   pass a limit is refused whole (:class:`~django_weft.exceptions.ConcurrencyLimitReached`,
   naming the first item over it);
 - the new rows go in with one INSERT for up to
-  :data:`~django_weft.engine.starting.BULK_INSERT_ROWS` runs (as a single start writes
+  :data:`~django_weft.engine.runs.starting.BULK_INSERT_ROWS` runs (as a single start writes
   its one); on PostgreSQL the statement trigger's NOTIFY then wakes the workers once per
   batch, since PostgreSQL folds equal notifications of one transaction into one.
 
@@ -35,7 +35,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from django_weft import tracing
-from django_weft.engine.starting import (
+from django_weft.engine.runs.starting import (
     BULK_INSERT_ROWS,
     StartRequest,
     announce_started,

@@ -5,14 +5,14 @@ Any worker may do this for any other, in two steps. First :func:`mark_dead` mark
 dead workers stopped, in one statement that checks each one's last sign of life as it
 writes: a heartbeat that lands meanwhile wins (the statement waits for its row lock and
 looks again), and a claim, which reads its worker's row ``FOR SHARE`` in the same
-statement (:mod:`~django_weft.engine.claiming`), either commits before the mark (and its
+statement (:mod:`~django_weft.engine.runs.claiming`), either commits before the mark (and its
 runs are lost with the others) or sees the row stopped and claims nothing. Then every
 running run of a stopped (or vanished) worker is finished; the conditional finish makes
 sure each lost attempt is recorded once, however many workers notice it at the same
 time.
 
 Dead means silent and, on PostgreSQL, lockless: no heartbeat since ``silent_since`` and
-no session holding the worker's liveness lock (:mod:`~django_weft.engine.liveness`),
+no session holding the worker's liveness lock (:mod:`~django_weft.engine.worker.liveness`),
 with the server up for at least ``WEFT_LOST_AFTER`` seconds (a restart drops every lock,
 and live workers need a moment to take theirs again). On SQLite, silence alone.
 
@@ -22,7 +22,7 @@ It keeps its runs, but not past their timeouts: :func:`finish_overdue` finishes 
 with a ``Timeout`` error, each running run past its job's timeout and
 ``WEFT_TIMEOUT_GRACE`` whose worker is registered yet silent (no heartbeat since
 ``silent_since``), whatever its lock says. Its own worker would have given it up by then,
-had its loop been turning (:mod:`~django_weft.engine.timeouts`): the outcome is the one it
+had its loop been turning (:mod:`~django_weft.engine.worker.timeouts`): the outcome is the one it
 would have written, and its runs without a timeout, or not yet past it, are left to it.
 """
 
@@ -37,11 +37,11 @@ from django.db import OperationalError, connection
 from django.db.models import Q
 
 from django_weft.conf import weft_settings
-from django_weft.engine import sql
-from django_weft.engine.finishing import AttemptReport, record_attempt
-from django_weft.engine.liveness import HELD_KEYS_SQL, key_sql, uses_liveness_lock
-from django_weft.engine.outages import gave_up_waiting
-from django_weft.engine.timeouts import deadline
+from django_weft.engine.database import sql
+from django_weft.engine.database.outages import gave_up_waiting
+from django_weft.engine.outcomes.finishing import AttemptReport, record_attempt
+from django_weft.engine.worker.liveness import HELD_KEYS_SQL, key_sql, uses_liveness_lock
+from django_weft.engine.worker.timeouts import deadline
 from django_weft.jobs.tracebacks import ErrorRecord
 from django_weft.live.changes import Changes
 from django_weft.models import Run, RunStatus, WorkerProcess
@@ -107,7 +107,7 @@ def finish_overdue(*, now: datetime, silent_since: datetime, changes: Changes) -
     beaten since ``silent_since``; returns how many attempts it ended.
 
     The timeout is the job's as deployed here, counted from the attempt's start
-    (:func:`~django_weft.engine.timeouts.deadline`): a run of a job not deployed here is
+    (:func:`~django_weft.engine.worker.timeouts.deadline`): a run of a job not deployed here is
     left to a worker that deploys it. The worker is not marked stopped: it is alive, and
     keeps its other runs; what it reports for these later is discarded.
     """

@@ -26,9 +26,8 @@ from django.db.models import F
 
 from django_weft import access
 from django_weft.conf import weft_settings
-from django_weft.engine import sql
-from django_weft.engine.schedules import job_and_args
-from django_weft.engine.starting import (
+from django_weft.engine.database import sql
+from django_weft.engine.runs.starting import (
     Slot,
     StartRequest,
     insert_run,
@@ -36,6 +35,7 @@ from django_weft.engine.starting import (
     new_run,
     starts_in_bulk,
 )
+from django_weft.engine.schedules.saving import job_and_args
 from django_weft.exceptions import InvalidArgs, StartRefused, UnknownJob
 from django_weft.live.changes import Changes
 from django_weft.models import CatchUp, LastStatus, Overlap, Run, RunStatus, Schedule

@@ -3,7 +3,7 @@
 It runs in a fresh interpreter (the pool starts children with ``spawn``), before the app
 registry exists, so it imports nothing of the package that needs models: it takes the
 worker's settings, calls ``django.setup()`` once, and then loads the serving loop
-(:mod:`django_weft.engine.process_serving`) by name.
+(:mod:`django_weft.engine.worker.process_serving`) by name.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 #: The serving loop, loaded once the app registry is ready.
-SERVE = "django_weft.engine.process_serving.serve"
+SERVE = "django_weft.engine.worker.process_serving.serve"
 #: ``prctl`` option: the signal the kernel sends this process when its parent thread ends.
 PR_SET_PDEATHSIG = 1
 

@@ -32,11 +32,11 @@ from collections.abc import Callable
 from datetime import datetime
 from functools import partial
 
-from django_weft.engine.execution import Execution, report_of
-from django_weft.engine.inflight import InFlight
-from django_weft.engine.membership import Membership
-from django_weft.engine.outages import FAILED, Outage, Step
-from django_weft.engine.reports import Reports
+from django_weft.engine.database.outages import FAILED, Outage, Step
+from django_weft.engine.worker.execution import Execution, report_of
+from django_weft.engine.worker.inflight import InFlight
+from django_weft.engine.worker.membership import Membership
+from django_weft.engine.worker.reports import Reports
 from django_weft.jobs.tracebacks import ErrorRecord
 from django_weft.live.changes import Changes
 from django_weft.models import Run, RunStatus

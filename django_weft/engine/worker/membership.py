@@ -2,7 +2,7 @@
 
 Every ``runjobs`` process registers a ``WorkerProcess`` row and beats it every
 ``WEFT_HEARTBEAT_INTERVAL`` seconds; on PostgreSQL it also holds its liveness lock on a
-connection of its own (:mod:`~django_weft.engine.liveness`). A worker whose row is silent
+connection of its own (:mod:`~django_weft.engine.worker.liveness`). A worker whose row is silent
 for ``WEFT_LOST_AFTER`` seconds and (on PostgreSQL) whose lock nobody holds counts as
 dead, and any other worker then finishes its runs as lost. This module keeps both sides
 of that contract together, because they must agree on the clock and the windows:
@@ -15,7 +15,7 @@ of that contract together, because they must agree on the clock and the windows:
   makes live workers look dead;
 - a worker that is alive but has missed :data:`MISSED_BEATS` heartbeats (paused, hung)
   keeps its runs, except those past their timeout and grace: others finish those as
-  lost (``Timeout``), as its own loop would have (:mod:`~django_weft.engine.reaping`).
+  lost (``Timeout``), as its own loop would have (:mod:`~django_weft.engine.worker.reaping`).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import socket
 from datetime import datetime, timedelta
 
 from django_weft.conf import weft_settings
-from django_weft.engine.inflight import InFlight
-from django_weft.engine.liveness import LivenessLock, uses_liveness_lock
-from django_weft.engine.reaping import finish_lost, finish_overdue
+from django_weft.engine.worker.inflight import InFlight
+from django_weft.engine.worker.liveness import LivenessLock, uses_liveness_lock
+from django_weft.engine.worker.reaping import finish_lost, finish_overdue
 from django_weft.live.changes import Changes
 from django_weft.models import WorkerProcess
 

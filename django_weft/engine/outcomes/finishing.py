@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection, transaction
 
 from django_weft import tracing
-from django_weft.engine import sql
-from django_weft.engine.outages import is_outage
-from django_weft.engine.scheduler import record_on_schedule
-from django_weft.engine.starting import StartRequest, insert_run
+from django_weft.engine.database import sql
+from django_weft.engine.database.outages import is_outage
+from django_weft.engine.runs.starting import StartRequest, insert_run
+from django_weft.engine.schedules.scheduler import record_on_schedule
 from django_weft.jobs import revisions
 from django_weft.jobs.outcomes import Outcome
 from django_weft.jobs.registry import Job, registry
@@ -319,7 +319,7 @@ def finish(
     queued (an abort before any worker claimed it). The hook runs on the
     code deployed now; what it changes or starts commits with the outcome, and if it
     raises, none of it does and the run records the hook's failure, unless the database
-    failed it (:func:`~django_weft.engine.outages.is_outage`): then the error ends the
+    failed it (:func:`~django_weft.engine.database.outages.is_outage`): then the error ends the
     whole finish, to be tried again.
     Returns the finished run, or None when the run was not that caller's to finish.
     """

@@ -9,7 +9,7 @@ child is killed (SIGKILL) and replaced. A child that dies under a run fails its 
 with ``ProcessDied``.
 
 Children are started with ``spawn``: a fresh interpreter that sets up Django once
-(:mod:`~django_weft.engine.process_child`) and serves run after run. Not ``fork``: the
+(:mod:`~django_weft.engine.worker.process_child`) and serves run after run. Not ``fork``: the
 worker has threads (its run threads, its LISTEN and publisher threads) and open sockets
 (its database connections, the liveness lock's connection), and a fork copies locks other
 threads held at that instant, locked for ever, and shares those sockets with the child.
@@ -41,9 +41,9 @@ from django.conf import settings
 from django.db import connections
 
 from django_weft.conf import WeftSettings, weft_settings
-from django_weft.engine.execution import Execution, report_of
-from django_weft.engine.finishing import AttemptReport
-from django_weft.engine.process_child import main
+from django_weft.engine.outcomes.finishing import AttemptReport
+from django_weft.engine.worker.execution import Execution, report_of
+from django_weft.engine.worker.process_child import main
 from django_weft.exceptions import RunProcessDied
 from django_weft.jobs.context import StateChanged
 from django_weft.jobs.tracebacks import ErrorRecord

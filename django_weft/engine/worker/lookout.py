@@ -17,7 +17,7 @@ import threading
 import time
 from datetime import datetime
 
-from django_weft.engine.inflight import InFlight
+from django_weft.engine.worker.inflight import InFlight
 
 
 def _due(moment: datetime | None, now: datetime) -> bool:

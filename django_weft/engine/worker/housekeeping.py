@@ -1,12 +1,12 @@
 """The worker's chores beside its work, each on a rhythm of its own.
 
 - Pruning (:class:`Pruner`), when ``WEFT_PRUNE_AFTER`` asks for it: one bounded batch of
-  old finished runs per round (see :mod:`~django_weft.engine.pruning`), so a backlog of
+  old finished runs per round (see :mod:`~django_weft.engine.history.pruning`), so a backlog of
   a million runs is worked through beside the runs, never instead of them; once a batch
   comes back short the backlog is gone, the rows of long-stopped workers go too, and the
   step rests for ``WEFT_PRUNE_INTERVAL`` on the worker's clock.
 - The overview's history (:class:`Tallier`): the finished runs of settled minutes are
-  counted into summary rows (:mod:`~django_weft.engine.tallying`), a chunk a round while
+  counted into summary rows (:mod:`~django_weft.engine.history.tallying`), a chunk a round while
   behind, then once a minute on the worker's clock.
 - The health file (:class:`HealthFile`, ``runjobs --health-file``), touched at least
   every second while the loop turns, database or not, in real seconds: what a liveness
@@ -23,8 +23,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from django_weft.conf import weft_settings
-from django_weft.engine.pruning import prune_audit, prune_batch, prune_workers
-from django_weft.engine.tallying import tally
+from django_weft.engine.history.pruning import prune_audit, prune_batch, prune_workers
+from django_weft.engine.history.tallying import tally
 from django_weft.live.changes import Changes
 
 logger = logging.getLogger("django_weft.worker")

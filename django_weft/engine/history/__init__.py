@@ -1,0 +1,1 @@
+"""Finished runs over time: the tallies the overview reads, and pruning."""

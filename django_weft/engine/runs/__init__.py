@@ -1,0 +1,1 @@
+"""A run begins: the start step (one run or many) and the claim."""

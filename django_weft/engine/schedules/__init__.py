@@ -1,0 +1,1 @@
+"""Schedules: their validation and saving, the scheduler that fires them, previews."""
