@@ -15,12 +15,18 @@ function watch(box) {
     const down = box.scrollTop > view.top;
     const gap = box.scrollHeight - box.scrollTop - box.clientHeight;
     view.top = box.scrollTop;
-    view.follow = gap <= AT_BOTTOM_PX || (down && gap <= box.clientHeight * NEAR_END_SHARE);
+    view.follow = gap <= AT_BOTTOM_PX
+      || (down && (view.follow || gap <= box.clientHeight * NEAR_END_SHARE));
   });
-  // A wheel turned up says "stop following" before its scroll reports a move, so a line
-  // arriving meanwhile does not pull the box back down.
+  // A wheel says what the reader wants before its scroll reports a move: turned up, "stop
+  // following", so a line arriving meanwhile does not pull the box back down; turned down
+  // past the end, "follow", so lines arriving before the scroll lands (many, on a busy
+  // machine) do not leave the box short of an end that kept moving.
   box.addEventListener("wheel", (event) => {
     if (event.deltaY < 0) view.follow = false;
+    else if (box.scrollTop + box.clientHeight + event.deltaY >= box.scrollHeight) {
+      view.follow = true;
+    }
   }, { passive: true });
 }
 
