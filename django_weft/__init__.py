@@ -34,6 +34,8 @@ _HOMES: dict[str, str] = {
     "astart_many": "django_weft.operations",
     "abort": "django_weft.operations",
     "aabort": "django_weft.operations",
+    "send_signal": "django_weft.operations",
+    "asend_signal": "django_weft.operations",
     "open_document": "django_weft.operations",
     "change_document": "django_weft.operations",
     "save_schedule": "django_weft.engine.schedules.saving",
@@ -58,6 +60,9 @@ _HOMES: dict[str, str] = {
     "Forbidden": "django_weft.exceptions",
     "RunFinished": "django_weft.exceptions",
     "RunNotFinished": "django_weft.exceptions",
+    "SignalTimeout": "django_weft.exceptions",
+    "InvalidSignal": "django_weft.exceptions",
+    "InvalidStep": "django_weft.exceptions",
 }
 """Every public name and the module it lives in: the one map of the package's face."""
 
@@ -84,11 +89,14 @@ if TYPE_CHECKING:
     from django_weft.exceptions import InvalidArgs as InvalidArgs
     from django_weft.exceptions import InvalidBatchItem as InvalidBatchItem
     from django_weft.exceptions import InvalidIdempotencyKey as InvalidIdempotencyKey
+    from django_weft.exceptions import InvalidSignal as InvalidSignal
+    from django_weft.exceptions import InvalidStep as InvalidStep
     from django_weft.exceptions import RunAborted as RunAborted
     from django_weft.exceptions import RunFinished as RunFinished
     from django_weft.exceptions import RunLost as RunLost
     from django_weft.exceptions import RunNotFinished as RunNotFinished
     from django_weft.exceptions import RunTimedOut as RunTimedOut
+    from django_weft.exceptions import SignalTimeout as SignalTimeout
     from django_weft.exceptions import StartRefused as StartRefused
     from django_weft.exceptions import UnknownJob as UnknownJob
     from django_weft.exceptions import WeftError as WeftError
@@ -107,10 +115,12 @@ if TYPE_CHECKING:
     from django_weft.jobs.revisions import InvalidDocument as InvalidDocument
     from django_weft.operations import aabort as aabort
     from django_weft.operations import abort as abort
+    from django_weft.operations import asend_signal as asend_signal
     from django_weft.operations import astart as astart
     from django_weft.operations import astart_many as astart_many
     from django_weft.operations import change_document as change_document
     from django_weft.operations import open_document as open_document
+    from django_weft.operations import send_signal as send_signal
     from django_weft.operations import start as start
     from django_weft.operations import start_many as start_many
     from django_weft.testing import DrivenClock as DrivenClock

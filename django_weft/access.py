@@ -150,6 +150,12 @@ def may_abort_run(user: User, run: Owned) -> bool:
     return may(user, CHANGE_RUN, run)
 
 
+def may_signal_run(user: User, run: Owned) -> bool:
+    """A signal steers the run as an abort does (it wakes a wait the job chose to
+    make, e.g. an approval): the same right."""
+    return may(user, CHANGE_RUN, run)
+
+
 def abortable_runs(user: User, runs: QuerySet[_Row]) -> QuerySet[_Row]:
     """The runs of ``runs`` that :func:`may_abort_run` allows ``user``, as a filter."""
     return narrow(user, CHANGE_RUN, runs)

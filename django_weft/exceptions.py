@@ -140,7 +140,7 @@ class Forbidden(WeftError, PermissionError):
 
 
 class RunFinished(WeftError):
-    """The run has already finished: it cannot be aborted any more."""
+    """The run has already finished: it cannot be aborted or signalled any more."""
 
     def __init__(self, run_id: object, status: str) -> None:
         self.run_id = run_id
@@ -163,3 +163,27 @@ class RunNotFinished(WeftError):
         self.run_id = run_id
         self.status = status
         super().__init__(f"run {run_id} is still {status}; abort it or wait for it to finish")
+
+
+class SignalTimeout(WeftError, TimeoutError):
+    """Raised inside a run by ``ctx.wait_for(name, timeout=...)`` when no signal of that
+    name came in time; the job may catch it and go on (its wait is over either way)."""
+
+    def __init__(self, name: str, until: object) -> None:
+        self.name = name
+        self.until = until
+        super().__init__(f'no signal "{name}" came by {until}')
+
+
+class InvalidSignal(WeftError, ValueError):
+    """A signal's name or payload cannot be sent: ``field`` is ``name`` or ``payload``."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"signal {field}: {problem}")
+
+
+class InvalidStep(WeftError, ValueError):
+    """A durable step cannot be recorded: its name is blank or too long, or its function
+    returned what JSON cannot store. The attempt fails with it, nothing recorded."""

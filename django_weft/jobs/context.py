@@ -1,11 +1,13 @@
-"""What a running job sees: its run, its state document, and abort-aware waiting."""
+"""What a running job sees: its run, its state document, abort-aware waiting, and its
+durable steps and waits (:mod:`django_weft.jobs.durable`)."""
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
@@ -14,9 +16,11 @@ from django.db import DatabaseError
 from django_weft.conf import weft_settings
 from django_weft.exceptions import RunAborted
 from django_weft.jobs.connections import drop_broken_connections
+from django_weft.jobs.durable import Journal
 from django_weft.jobs.output import Throttle
 from django_weft.jobs.revisions import Change, change_document
 from django_weft.models import Run
+from django_weft.timing import clocks
 
 if TYPE_CHECKING:
     import uuid
@@ -61,6 +65,7 @@ class RunContext:
         #: Whether check()/sleep() raised RunAborted: the run honoured an abort.
         self.abort_raised = False
         self.state = RunState(run.state, on_state_change) if run.state is not None else None
+        self._journal = Journal(run, self.now)
 
     @property
     def run_id(self) -> uuid.UUID:
@@ -113,6 +118,60 @@ class RunContext:
                 return
             self._abort.wait(min(remaining, weft_settings.ABORT_POLL_INTERVAL))
 
+    def now(self) -> datetime:
+        """What time it is for the run: the process's clock (a driven one in tests and
+        rehearsals), never before the moment the worker claimed it."""
+        now = clocks.current_clock().now()
+        claimed = self.run.started_at
+        return max(now, claimed) if claimed is not None else now
+
+    def step(self, name: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``function(*args, **kwargs)``'s result, called only the first time the run
+        comes to step ``name``; later attempts get the recorded result (JSON: a tuple
+        comes back a list, the first time too). See :mod:`django_weft.jobs.durable`."""
+        return self._journal.step(name, lambda: function(*args, **kwargs))
+
+    def sleep_until(self, moment: datetime) -> None:
+        """Wait until ``moment`` without holding a worker: the attempt ends, the run is
+        ``waiting``, and it runs again from the top at ``moment`` (its steps recorded,
+        this sleep over). Unlike :meth:`sleep`, which waits in place."""
+        self._journal.sleep_until(moment)
+
+    def sleep_for(self, duration: float | timedelta) -> None:
+        """:meth:`sleep_until` ``duration`` (seconds, or a timedelta) after the run
+        first came to this sleep."""
+        self._journal.sleep_for(_duration(duration))
+
+    def wait_for(self, signal: str, *, timeout: float | timedelta | None = None) -> Any:
+        """The payload of a signal named ``signal`` sent to this run (one sent before
+        the run waits is kept for it); until one comes the run is ``waiting`` and holds
+        no worker. Raises :class:`~django_weft.exceptions.SignalTimeout` when none came
+        ``timeout`` after the run first came to this wait."""
+        limit = _duration(timeout) if timeout is not None else None
+        return self._journal.wait_for(signal, limit)
+
+    async def astep(
+        self, name: str, function: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> Any:
+        """:meth:`step` for an async job; ``function`` may be a coroutine function."""
+        found = await sync_to_async(self._journal.recorded_step)(name)
+        if found is not None:
+            return found.result
+        result = function(*args, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return await sync_to_async(self._journal.step)(name, lambda: result)
+
+    async def asleep_until(self, moment: datetime) -> None:
+        await sync_to_async(self.sleep_until)(moment)
+
+    async def asleep_for(self, duration: float | timedelta) -> None:
+        await sync_to_async(self.sleep_for)(duration)
+
+    async def await_for(self, signal: str, *, timeout: float | timedelta | None = None) -> Any:
+        """:meth:`wait_for` for an async job."""
+        return await sync_to_async(self.wait_for)(signal, timeout=timeout)
+
     async def acheck(self) -> None:
         await sync_to_async(self.check)()
 
@@ -130,3 +189,7 @@ class RunContext:
         throttle = Throttle(write, interval)
         self._throttles.append(throttle)
         return throttle
+
+
+def _duration(value: float | timedelta) -> timedelta:
+    return value if isinstance(value, timedelta) else timedelta(seconds=value)

@@ -1,9 +1,10 @@
-"""The app's models: schedules, runs, state documents, worker processes, stored modules
-and the audit trail of operator actions."""
+"""The app's models: schedules, runs (with their durable steps and signals), state
+documents, worker processes, stored modules and the audit trail of operator actions."""
 
 from django_weft.models.attempt import Attempt
 from django_weft.models.audit import AuditAction, AuditRecord, EntryPoint
 from django_weft.models.document import Document
+from django_weft.models.journal import Signal, StepKind, StepRecord
 from django_weft.models.module import Module, ModuleRevision
 from django_weft.models.overview import Overview
 from django_weft.models.queue import PausedQueue
@@ -32,6 +33,9 @@ __all__ = [
     "RunStatus",
     "RunTally",
     "Schedule",
+    "Signal",
+    "StepKind",
+    "StepRecord",
     "TallyMark",
     "WorkerProcess",
 ]

@@ -46,6 +46,9 @@ class AuditAction(models.TextChoices):
     SCHEDULE_TAKE_OVER = "schedule_take_over", "take over a schedule"
     """A schedule whose owner was removed got a new owner (who enabled it); its runs now
     start as that user."""
+    SIGNAL = "signal", "signal a run"
+    """A signal was sent to a run; ``details['signal']`` names it (its payload stays with
+    the run's signal, seen by those who see the run in full)."""
 
 
 class EntryPoint(models.TextChoices):

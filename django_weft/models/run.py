@@ -13,6 +13,9 @@ from django.db.models.functions import Coalesce
 class RunStatus(models.TextChoices):
     QUEUED = "queued", "queued"
     """Started: the row exists and waits for a worker to claim it."""
+    WAITING = "waiting", "waiting"
+    """Started, and not to be claimed yet: it sleeps until ``wake_at``, or waits for the
+    signal ``awaiting`` (until ``wake_at``, if it has a timeout). It holds no worker."""
     RUNNING = "running", "running"
     """Claimed by a worker that is executing it."""
     DONE = "done", "done"
@@ -25,7 +28,9 @@ class RunStatus(models.TextChoices):
     """Finished: the worker running it stopped beating."""
 
 
-UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING)
+UNFINISHED = (RunStatus.QUEUED, RunStatus.WAITING, RunStatus.RUNNING)
+#: The statuses of a run no worker holds, which an abort finishes at once.
+UNCLAIMED = (RunStatus.QUEUED, RunStatus.WAITING)
 
 #: Priorities run from -100 (last) to 100 (first), as in Django's own tasks framework.
 MIN_PRIORITY, MAX_PRIORITY, DEFAULT_PRIORITY = -100, 100, 0
@@ -74,12 +79,23 @@ class RunQuerySet(models.QuerySet["Run"]):
         return list(waiting[:limit])
 
     def next_retry(self) -> datetime | None:
-        """When the earliest run waiting for a retry may be claimed."""
+        """When the earliest run waiting for a retry may be claimed, or the earliest
+        waiting run wakes (its sleep ends, or its wait for a signal times out)."""
         waiting = self.filter(status=RunStatus.QUEUED, retry_at__isnull=False)
-        first: datetime | None = (
+        retry: datetime | None = (
             waiting.order_by("retry_at").values_list("retry_at", flat=True).first()
         )
-        return first
+        wake: datetime | None = (
+            self.filter(status=RunStatus.WAITING, wake_at__isnull=False)
+            .order_by("wake_at")
+            .values_list("wake_at", flat=True)
+            .first()
+        )
+        return min((moment for moment in (retry, wake) if moment is not None), default=None)
+
+    def due_to_wake(self, now: datetime) -> RunQuerySet:
+        """Waiting runs whose sleep has ended, or whose wait for a signal has timed out."""
+        return self.filter(status=RunStatus.WAITING, wake_at__lte=now)
 
 
 class Run(models.Model):
@@ -159,6 +175,20 @@ class Run(models.Model):
     run_after = models.DateTimeField(
         null=True, blank=True, help_text="A task's run_after, as enqueued."
     )
+    wake_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="A waiting run is claimable again at this moment: its sleep ends, or its "
+        "wait for a signal times out.",
+    )
+    awaiting = models.CharField(
+        max_length=100, blank=True, help_text="The signal a waiting run waits for."
+    )
+    resuming = models.BooleanField(
+        default=False,
+        help_text="Set while a run that waited is queued to go on: its next claim continues "
+        "the same attempt.",
+    )
     # Written by the database, never by Django: a trigger (migration 0013) adds one at
     # every UPDATE of the row, whoever makes it, so live frames can be ordered.
     version = models.PositiveBigIntegerField(
@@ -230,6 +260,13 @@ class Run(models.Model):
                 fields=["retry_at"],
                 name="weft_run_retry_at",
                 condition=models.Q(status=RunStatus.QUEUED, retry_at__isnull=False),
+            ),
+            # ... or the next waiting run wakes; a run waiting on nothing timed is not in it,
+            # so a million of them cost a worker's look nothing.
+            models.Index(
+                fields=["wake_at"],
+                name="weft_run_wake_at",
+                condition=models.Q(status=RunStatus.WAITING, wake_at__isnull=False),
             ),
         ]
 

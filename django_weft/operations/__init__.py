@@ -14,6 +14,7 @@ Rules beyond the model permissions (see docs/security.md):
   schedule's job or args makes the editor its owner, so nobody runs a job as someone
   else;
 - deleting a run needs to own it or ``delete_run``, and the run must have finished;
+- signalling a run steers it as an abort does: owning it or ``change_run``;
 - a bulk retry, abort or delete judges each run on its own, as the single call does;
 - *run now* and *retry* start runs, so they need ``add_run`` besides the right to act on
   the schedule or see the run in full;
@@ -29,7 +30,7 @@ paused queue), leaves no record.
 
 Callers import from here (``operations.start_for``): the modules behind it split the
 layer by what it acts on (``runs``, ``bulk`` for many runs at once, ``schedules``,
-``queues``, ``modules``, ``documents``), with ``base`` for what every checked call uses
+``queues``, ``modules``, ``documents``, ``signals``), with ``base`` for what every checked call uses
 and ``refusals`` for how a refusal is described. It is one layer and one front door, in small rooms.
 """
 
@@ -85,6 +86,12 @@ from django_weft.operations.schedules import (
     run_now_for,
     set_enabled_for,
 )
+from django_weft.operations.signals import (
+    asend_signal,
+    asend_signal_for,
+    send_signal,
+    send_signal_for,
+)
 
 __all__ = [
     "BULK_ACTIONS",
@@ -101,6 +108,8 @@ __all__ = [
     "abort",
     "abort_for",
     "approve_module_for",
+    "asend_signal",
+    "asend_signal_for",
     "astart",
     "astart_many",
     "bulk_for",
@@ -126,6 +135,8 @@ __all__ = [
     "retry_for",
     "run_now_for",
     "save_module_for",
+    "send_signal",
+    "send_signal_for",
     "set_enabled_for",
     "start",
     "start_for",

@@ -12,6 +12,7 @@ from django_weft.exceptions import (
     InvalidArgs,
     InvalidBatchItem,
     InvalidIdempotencyKey,
+    InvalidSignal,
     RunFinished,
     RunNotFinished,
     RunNotFound,
@@ -43,6 +44,8 @@ def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict
         return "invalid", str(error), fields
     if isinstance(error, InvalidIdempotencyKey):
         return "invalid", str(error), {"key": [str(error)]}
+    if isinstance(error, InvalidSignal):
+        return "invalid", str(error), {error.field: [error.problem]}
     if isinstance(error, Forbidden):
         return "forbidden", str(error), {}
     if isinstance(error, RunFinished):

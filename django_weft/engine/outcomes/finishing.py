@@ -37,6 +37,7 @@ from django_weft.jobs.revisions import Change
 from django_weft.jobs.tracebacks import ErrorRecord, record_error
 from django_weft.live.changes import Changes
 from django_weft.models import Attempt, Document, Run, RunStatus, Schedule
+from django_weft.models.run import UNCLAIMED
 from django_weft.signals import run_finished, schedule_failed
 
 if TYPE_CHECKING:
@@ -80,6 +81,10 @@ class AttemptReport:
     #: The run as its worker claimed it, when the report comes from the worker executing
     #: it: a plain finish updates it and hands it to ``run_finished`` without a read.
     run: Run | None = field(default=None, compare=False, repr=False)
+    #: For a ``waiting`` report (the attempt ended in a wait): when the run is claimable
+    #: again, and the signal it waits for (see :mod:`~django_weft.engine.outcomes.suspending`).
+    wake_at: datetime | None = None
+    awaiting: str = ""
 
     @property
     def claim(self) -> Claim:
@@ -92,7 +97,7 @@ def is_plain(report: AttemptReport) -> bool:
     No finish hook, no schedule to carry it to, no retry: then the finish is one row of
     a conditional update that all of a round's plain finishes share (:func:`finish_plain`).
     """
-    if report.run is None or report.schedule_id is not None:
+    if report.run is None or report.schedule_id is not None or report.status == RunStatus.WAITING:
         return False
     job = registry.get(report.job) if report.job in registry else None
     return (
@@ -146,7 +151,7 @@ def finish_plain(reports: Sequence[AttemptReport], *, now: datetime, changes: Ch
             won = {Run._meta.pk.to_python(run_id) for (run_id,) in cursor.fetchall()}
             for report in chunk:
                 if report.run_id not in won:
-                    _log_late(report.run_id, report.claim)
+                    log_late(report.run_id, report.claim)
                     continue
                 run = report.run
                 assert run is not None
@@ -233,7 +238,7 @@ def _retry(
 ) -> Run | None:
     """Put the run back in the queue for its next attempt, keeping this one on record."""
     with _finish_span(report.run_id, report.status), transaction.atomic():
-        won = _owned(report.run_id, report.claim).update(
+        won = owned(report.run_id, report.claim).update(
             status=RunStatus.QUEUED,
             worker=None,
             retry_at=retry_at,
@@ -243,7 +248,7 @@ def _retry(
             error_traceback=report.error.traceback,
         )
         if not won:
-            _log_late(report.run_id, report.claim)
+            log_late(report.run_id, report.claim)
             return None
         Attempt.objects.create(
             run_id=report.run_id,
@@ -270,19 +275,21 @@ def _retry(
     return Run.objects.filter(pk=report.run_id).first()
 
 
-def _owned(run_id: uuid.UUID, claim: Claim | None) -> Any:
-    """The run, if ``claim`` holds it; without a claim, the run if it is still queued."""
+def owned(run_id: uuid.UUID, claim: Claim | None) -> Any:
+    """The run, if ``claim`` holds it; without a claim, the run if no worker holds it
+    (queued, or waiting)."""
     if claim is None:
-        return Run.objects.filter(pk=run_id, status=RunStatus.QUEUED)
+        return Run.objects.filter(pk=run_id, status__in=UNCLAIMED)
     return Run.objects.filter(
         pk=run_id, status=RunStatus.RUNNING, worker_id=claim.worker_id, attempt=claim.attempt
     )
 
 
-def _log_late(run_id: uuid.UUID, claim: Claim | None) -> None:
+def log_late(run_id: uuid.UUID, claim: Claim | None) -> None:
+    """Say why a write conditional on ``claim`` (see :func:`owned`) found no row."""
     if claim is None:
-        # Finishing a queued run (an abort) loses to a claim in the normal course.
-        logger.debug("run %s was no longer queued", run_id)
+        # Finishing an unclaimed run (an abort) loses to a claim in the normal course.
+        logger.debug("run %s was no longer queued or waiting", run_id)
         return
     current = Run.objects.filter(pk=run_id).values("status", "worker_id", "attempt").first()
     if current is None:
@@ -315,8 +322,8 @@ def finish(
 ) -> Run | None:
     """Record the outcome in one transaction with the job's finish hook.
 
-    With ``claim`` the run must be running under that claim; without, it must still be
-    queued (an abort before any worker claimed it). The hook runs on the
+    With ``claim`` the run must be running under that claim; without, no worker may hold
+    it (an abort of a run that is queued or waiting). The hook runs on the
     code deployed now; what it changes or starts commits with the outcome, and if it
     raises, none of it does and the run records the hook's failure, unless the database
     failed it (:func:`~django_weft.engine.database.outages.is_outage`): then the error ends the
@@ -324,7 +331,7 @@ def finish(
     Returns the finished run, or None when the run was not that caller's to finish.
     """
     with _finish_span(run_id, status), transaction.atomic():
-        won = _owned(run_id, claim).update(
+        won = owned(run_id, claim).update(
             status=status,
             finished_at=now,
             result=result,
@@ -334,7 +341,7 @@ def finish(
             error_traceback=error.traceback,
         )
         if not won:
-            _log_late(run_id, claim)
+            log_late(run_id, claim)
             return None
         run = Run.objects.select_related("state", "owner").get(pk=run_id)
         _run_finish_hook(run, now, changes)
@@ -457,7 +464,7 @@ def _announce(run: Run) -> None:
 
 
 def abort(run: Run, *, now: datetime, changes: Changes) -> bool:
-    """Request an abort. A run no worker has claimed (queued or blocked) ends at once.
+    """Request an abort. A run no worker holds (queued, blocked or waiting) ends at once.
 
     Returns False when the run had already finished, or its abort was requested before.
     """

@@ -9,9 +9,10 @@ its cost does not grow with the backlog, and the rows come back from the update 
 with no second read. The order is priority (high first), then the moment a run became
 claimable (a task's ``run_after``, else when it was started), then when it was started:
 of runs of equal priority, a task enqueued at 8:00 to run after 9:00 goes after a run
-started at 8:30 and before one started at 9:05. A claimed
-run is ``running`` on that worker with its attempt number raised by one; only that
-worker (and attempt) may finish it (see :mod:`django_weft.engine.outcomes.finishing`).
+started at 8:30 and before one started at 9:05. A claimed run is ``running`` on that
+worker with its attempt number raised by one (kept, for a run that waited and goes on:
+``resuming``); only that worker (and attempt) may finish it (see
+:mod:`django_weft.engine.outcomes.finishing`).
 
 The pick also names the claiming worker's registration: its row, not stopped, read
 ``FOR SHARE`` on PostgreSQL. A worker that others declared dead claims nothing, and a
@@ -123,7 +124,10 @@ def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
     return (
         f"{picked}UPDATE {table} SET {column('status')} = '{RunStatus.RUNNING}', "
         f"{column('worker')} = %s, {column('started_at')} = %s, "
-        f"{column('attempt')} = {table}.{column('attempt')} + 1, {column('retry_at')} = NULL, "
+        # A run that waited goes on with the attempt that waited; any other begins one.
+        f"{column('attempt')} = {table}.{column('attempt')} + "
+        f"CASE WHEN {table}.{column('resuming')} THEN 0 ELSE 1 END, "
+        f"{column('resuming')} = FALSE, {column('retry_at')} = NULL, "
         f"{column('error_type')} = '', {column('error_class_path')} = '', "
         f"{column('error_message')} = '', "
         f"{column('error_traceback')} = '' {target} "

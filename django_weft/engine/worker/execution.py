@@ -13,7 +13,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +24,7 @@ from django_weft import tracing
 from django_weft.engine.outcomes.finishing import AttemptReport
 from django_weft.exceptions import RunAborted
 from django_weft.jobs.context import RunContext, StateChanged
+from django_weft.jobs.durable import Suspended
 from django_weft.jobs.registry import Job, flatten_errors, registry
 from django_weft.jobs.storable import find_unstorable
 from django_weft.jobs.tracebacks import ErrorRecord, record_error
@@ -142,6 +143,12 @@ def _ending(
         return report_of(execution, RunStatus.FAILED, error=ErrorRecord("Timeout", timeout, ""))
     if stopped:
         return report_of(execution, RunStatus.ABORTED)
+    if isinstance(error, Suspended):
+        return replace(
+            report_of(execution, RunStatus.WAITING),
+            wake_at=error.wake_at,
+            awaiting=error.awaiting,
+        )
     if error is None:
         return report_of(execution, RunStatus.DONE, result=result)
     run = execution.run

@@ -34,6 +34,7 @@ import threading
 from datetime import datetime
 from functools import partial
 
+from django_weft.engine.flows.waking import wake_due
 from django_weft.engine.runs.claiming import claim, deployed_pairs
 from django_weft.engine.worker import timeouts
 from django_weft.engine.worker.execution import Execution, execute
@@ -122,8 +123,9 @@ class Intake:
         self._not_tasks_for = registry.generation
 
     def look(self, now: datetime, changes: Changes, *, everywhere: bool) -> bool:
-        """What the claim cannot see for itself: new task paths (in a full look) and the
-        next retry (then, or once one came due); True if the next claim may find more.
+        """What the claim cannot see for itself: new task paths (in a full look), and the
+        next retry or wake (then, or once one came due), waking the waiting runs whose
+        moment came; True if the next claim may find more.
 
         Apart from :meth:`step`, and after it in a round: the claim is what a NOTIFY
         woke the loop for, and these reads must not stand in front of it.
@@ -134,6 +136,8 @@ class Intake:
             self.find_tasks()
             found = registry.generation != generation
         if everywhere or self._lookout.retry_due(now):
+            # Waiting runs whose moment came are queued first, so the claim sees them.
+            found = bool(wake_due(now, changes)) or found
             self._lookout.next_retry = Run.objects.next_retry()
         if found:
             self._lookout.more_to_claim = True

@@ -30,6 +30,7 @@ from django_weft.engine.outcomes.finishing import (
     is_plain,
     record_attempt,
 )
+from django_weft.engine.outcomes.suspending import suspend
 from django_weft.engine.worker.execution import Execution
 from django_weft.jobs.tracebacks import ErrorRecord
 from django_weft.live.changes import Changes
@@ -170,10 +171,13 @@ def _locked_elsewhere(run_ids: set[uuid.UUID]) -> set[uuid.UUID]:
 
 
 def _record(report: AttemptReport, now: datetime, changes: Changes) -> datetime | None:
-    """Record one report, and return the retry it set; one the database refuses for
+    """Record one report, and return the retry (or wake) it set; one the database refuses for
     another reason than being away is recorded as a failure, so that it cannot block the
     reports behind it."""
     try:
+        if report.status == RunStatus.WAITING:
+            waiting = suspend(report, now=now, changes=changes)
+            return waiting.wake_at if waiting is not None else None
         recorded = record_attempt(report, now=now, changes=changes)
     except DatabaseError:
         raise

@@ -1,0 +1,67 @@
+"""Sending a signal to a run (``ctx.wait_for`` receives it): the trusted call and the
+checked ``*_for`` one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.utils.translation import gettext as _
+
+from django_weft import access
+from django_weft.access import User
+from django_weft.engine.flows import signals
+from django_weft.live import publisher
+from django_weft.live.changes import Changes
+from django_weft.models import AuditAction, Run, Signal
+from django_weft.operations.base import as_owner, record, require, signed_in
+from django_weft.timing import clocks
+
+
+def send_signal(run: Run, name: str, payload: Any = None) -> Signal:
+    """Send signal ``name`` with ``payload`` to ``run``, as the deployment (no user).
+
+    A run waiting for it goes on; any other unfinished run keeps it for its wait.
+    Raises :class:`~django_weft.exceptions.InvalidSignal` for a name or payload that
+    cannot be sent, :class:`~django_weft.exceptions.RunFinished` for a finished run.
+    """
+    return _send(run, name, payload, sender=None)
+
+
+asend_signal = sync_to_async(send_signal)
+
+
+def send_signal_for(user: User, run: Run, name: str, payload: Any = None) -> Signal:
+    """:func:`send_signal` as ``user``, who must own the run or have ``change_run``;
+    on the audit trail with the signal's name."""
+    signed_in(user)
+    require(
+        access.may_signal_run(user, run),
+        _("signal run %(run)s") % {"run": run.pk},
+        access.CHANGE_RUN,
+        or_owner=True,
+    )
+    with transaction.atomic():
+        signal = _send(run, name, payload, sender=user)
+        record(
+            user,
+            AuditAction.SIGNAL,
+            run,
+            text=f'Sent signal "{name}"',
+            details={"signal": name},
+        )
+    return signal
+
+
+asend_signal_for = sync_to_async(send_signal_for)
+
+
+def _send(run: Run, name: str, payload: Any, *, sender: User | None) -> Signal:
+    changes = Changes()
+    owner = as_owner(sender) if sender is not None and sender.is_authenticated else None
+    signal = signals.send_signal(
+        run.pk, name, payload, sender=owner, now=clocks.now(), changes=changes
+    )
+    publisher.publish(changes)
+    return signal

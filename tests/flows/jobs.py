@@ -1,0 +1,77 @@
+"""Jobs the flow tests run: durable steps, sleeps and waits for signals.
+
+Each counts how often its function's parts really ran in a document of its run
+(``tests:calls:<run id>``), so that a test can tell a recorded step from a repeated one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django_weft.exceptions import SignalTimeout
+from django_weft.jobs.context import RunContext
+from django_weft.jobs.registry import job
+from django_weft.jobs.retries import Retry
+from django_weft.jobs.revisions import change_document, open_document
+
+
+def count(ctx: RunContext, what: str) -> int:
+    """Add one to ``what`` in the run's tally of calls; the new count."""
+    document = open_document(f"tests:calls:{ctx.run_id}", schema="tests.calls")
+    changed = change_document(document, lambda data: data.update({what: data.get(what, 0) + 1}))
+    tally: int = changed.data[what]
+    return tally
+
+
+def calls(run_id: object) -> dict[str, int]:
+    """How often each counted part of run ``run_id`` really ran."""
+    tally: dict[str, int] = open_document(f"tests:calls:{run_id}", schema="tests.calls").data
+    return tally
+
+
+@job("tests.flows.checkout", retry=Retry(max_attempts=3, backoff=60, jitter=0))
+def checkout(ctx: RunContext, *, amount: int = 10, fail_attempts: int = 1) -> dict[str, Any]:
+    """Charges once, however often it is tried: its first attempts fail after the charge."""
+    charge = ctx.step("charge", lambda: {"charge": count(ctx, "charge"), "amount": amount})
+    count(ctx, "body")
+    if ctx.attempt <= fail_attempts:
+        raise ConnectionError(f"attempt {ctx.attempt}: the shipping service did not answer")
+    return {"charged": charge, "attempt": ctx.attempt}
+
+
+@job("tests.flows.nap")
+def nap(ctx: RunContext, *, seconds: float = 3600) -> str:
+    """Counts before and after a sleep of ``seconds`` that holds no worker."""
+    ctx.step("before", count, ctx, "before")
+    count(ctx, "body")
+    ctx.sleep_for(seconds)
+    count(ctx, "after")
+    return "awake"
+
+
+@job("tests.flows.approval")
+def approval(ctx: RunContext, *, timeout: float | None = None, waits: int = 1) -> Any:
+    """Waits for ``waits`` signals named ``approval``; their payloads, or "timed out"."""
+    count(ctx, "body")
+    payloads = []
+    for _ in range(waits):
+        try:
+            payloads.append(ctx.wait_for("approval", timeout=timeout))
+        except SignalTimeout:
+            return "timed out"
+    return payloads if waits > 1 else payloads[0]
+
+
+@job("tests.flows.async_approval")
+async def async_approval(ctx: RunContext) -> Any:
+    """An async job: a step, a sleep and a wait for a signal."""
+    stamp = await ctx.astep("stamp", lambda: "stamped")
+    await ctx.asleep_for(60)
+    payload = await ctx.await_for("go")
+    return {"stamp": stamp, "payload": payload}
+
+
+@job("tests.flows.unstorable_step")
+def unstorable_step(ctx: RunContext) -> None:
+    """A step whose result JSON cannot store."""
+    ctx.step("opens a socket", object)
