@@ -42,7 +42,9 @@ class RunGuestSerializer(serializers.Serializer[Run]):
 
     id = serializers.UUIDField(read_only=True)
     job = serializers.CharField(read_only=True)
-    phase = serializers.CharField(read_only=True, help_text="The status, or blocked.")
+    phase = serializers.CharField(
+        read_only=True, help_text="The status, or blocked (queued, and its job not deployed)."
+    )
     status = serializers.ChoiceField(choices=RunStatus.choices, read_only=True)
     priority = serializers.IntegerField(read_only=True)
     queue = serializers.CharField(read_only=True)
@@ -58,6 +60,16 @@ class RunGuestSerializer(serializers.Serializer[Run]):
     created_at = serializers.DateTimeField(read_only=True)
     started_at = serializers.DateTimeField(read_only=True, allow_null=True)
     finished_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    waiting_for = serializers.CharField(
+        read_only=True,
+        allow_null=True,
+        help_text="The signal a waiting run waits for (ctx.wait_for); null otherwise.",
+    )
+    wake_at = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="When a waiting run goes on by itself: its sleep ends, or its wait times out.",
+    )
     version = serializers.IntegerField(
         read_only=True, help_text="1 when started, one more at every change of the run."
     )
@@ -265,6 +277,18 @@ class RunStartSerializer(RunStartFormSerializer):
     not_before = serializers.DateTimeField(
         required=False,
         help_text="No worker claims the run before this moment (ISO 8601 with its offset).",
+    )
+
+
+class SignalSerializer(serializers.Serializer[Any]):
+    """The body of a signal, for the schema and the browsable API's form:
+    :func:`django_weft.operations.parse_signal` checks it, refusing any other key."""
+
+    name = serializers.CharField(
+        max_length=100, help_text="The signal's name, as the run's ctx.wait_for names it."
+    )
+    payload = serializers.JSONField(
+        required=False, allow_null=True, help_text="Any JSON; what the wait returns."
     )
 
 

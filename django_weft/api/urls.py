@@ -13,7 +13,8 @@ from django.urls import path
 from rest_framework.routers import SimpleRouter
 
 from django_weft.api.discovery import ApiRootView, RedocView, SchemaView, SwaggerView
-from django_weft.api.views import RunViewSet, ScheduleViewSet
+from django_weft.api.schedule_views import ScheduleViewSet
+from django_weft.api.views import RunViewSet
 
 router = SimpleRouter()
 router.register("runs", RunViewSet, basename="weft-run")

@@ -1,4 +1,6 @@
-"""The REST API: schedules (CRUD and run now) and runs (list, read, start, abort, bulk).
+"""The REST API's runs (list, read, start, abort, signal, bulk), and what every view of
+the API shares (its permissions, pagination, refusals; the schedules' views are in
+:mod:`django_weft.api.schedule_views`).
 
 The views stay thin: who may do what is decided by :mod:`django_weft.operations`, which
 every write goes through, as the admin's and the sockets' do; what a row looks like to
@@ -51,18 +53,15 @@ from django_weft.api.serializers import (
     RunStartFormSerializer,
     RunStartSerializer,
     RunViewSerializer,
-    ScheduleOwnerSerializer,
-    ScheduleViewSerializer,
+    SignalSerializer,
 )
-from django_weft.models import Run, Schedule
+from django_weft.models import Run
 from django_weft.models.counting import estimated_count
 
 if TYPE_CHECKING:
     RunViewSetBase = viewsets.GenericViewSet[Run]
-    ScheduleViewSetBase = viewsets.ModelViewSet[Schedule]
 else:
     RunViewSetBase = viewsets.GenericViewSet
-    ScheduleViewSetBase = viewsets.ModelViewSet
 
 #: Who may use the API at all: signed-in users (each write then checks its own
 #: permission). The schema and its pages follow it (:mod:`django_weft.api.discovery`).
@@ -240,6 +239,8 @@ class RunViewSet(
             return NoBodySerializer
         if self.action == "bulk":
             return RunBulkSerializer
+        if self.action == "signal":
+            return SignalSerializer
         return RunViewSerializer
 
     def reply(self, run: Run, status_code: int = status.HTTP_200_OK) -> Response:
@@ -324,6 +325,33 @@ class RunViewSet(
         return self.reply(run, status.HTTP_202_ACCEPTED)
 
     @extend_schema(
+        summary="Send a signal",
+        description=(
+            "Needs to own the run or django_weft.change_run. A run waiting for a signal of "
+            "that name (ctx.wait_for) goes on with its payload; any other unfinished run "
+            "keeps it for the wait it comes to. A finished run refuses it (409)."
+        ),
+        request=SignalSerializer,
+        responses={
+            202: RunViewSerializer,
+            400: BAD_REQUEST,
+            403: FORBIDDEN,
+            404: OpenApiResponse(description="No such run."),
+            409: CONFLICT,
+            503: UNAVAILABLE,
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def signal(self, request: Request, pk: str | None = None) -> Response:
+        """Send a signal to the run; 202, since the run receives it when it waits."""
+        run = self.get_object()
+        with refusals():
+            name, payload = operations.parse_signal(request.data)
+            operations.send_signal_for(request.user, run, name, payload)
+        run = self.get_queryset().get(pk=run.pk)
+        return self.reply(run, status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
         summary="Retry, abort or delete many runs",
         description=(
             "The runs named by ids (at most "
@@ -363,111 +391,3 @@ def start_input(request: Request) -> object:
     if isinstance(data, QueryDict):
         return {name: value for name, value in data.items() if name != CSRF_FORM_FIELD}
     return data
-
-
-@extend_schema_view(
-    list=extend_schema(
-        summary="List schedules",
-        description="Yours (all with django_weft.view_schedule) in full, others as a guest.",
-        responses={200: ScheduleViewSerializer(many=True), 403: FORBIDDEN},
-    ),
-    retrieve=extend_schema(summary="Read a schedule", responses={200: ScheduleViewSerializer}),
-    create=extend_schema(
-        summary="Create a schedule",
-        description="Needs django_weft.add_schedule; the caller owns the new schedule.",
-        request=ScheduleOwnerSerializer,
-        responses={201: ScheduleOwnerSerializer, 400: BAD_REQUEST, 403: FORBIDDEN},
-    ),
-    update=extend_schema(
-        summary="Replace a schedule",
-        description=(
-            "Needs to own it or django_weft.change_schedule. For a schedule whose owner was "
-            "removed (owner_removed), enabled: true takes it over: you become its owner, "
-            "which needs django_weft.add_run and the use of any stored module it calls."
-        ),
-        request=ScheduleOwnerSerializer,
-        responses={200: ScheduleViewSerializer, 400: BAD_REQUEST, 403: FORBIDDEN},
-    ),
-    partial_update=extend_schema(
-        summary="Change a schedule",
-        description=(
-            "Needs to own it or django_weft.change_schedule. For a schedule whose owner was "
-            "removed (owner_removed), enabled: true takes it over: you become its owner, "
-            "which needs django_weft.add_run and the use of any stored module it calls."
-        ),
-        request=ScheduleOwnerSerializer,
-        responses={200: ScheduleViewSerializer, 400: BAD_REQUEST, 403: FORBIDDEN},
-    ),
-    destroy=extend_schema(
-        summary="Delete a schedule",
-        description="Needs to own it or django_weft.delete_schedule. Its runs are kept.",
-        responses={204: None, 403: FORBIDDEN},
-    ),
-)
-class ScheduleViewSet(WeftViewSetMixin, ScheduleViewSetBase):
-    """Schedules: every signed-in user may list and read them; see the permissions module.
-
-    Writes are validated by :meth:`Schedule.save` (plan, zone, job and args), the same
-    check the admin and ORM code get.
-    """
-
-    queryset = Schedule.objects.select_related("owner").order_by("name", "pk")
-    permission_classes = API_PERMISSIONS
-    pagination_class = Pagination
-
-    def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:
-        if self.action in ("create", "update", "partial_update"):
-            return ScheduleOwnerSerializer
-        if self.action == "run_now":
-            return NoBodySerializer
-        return ScheduleViewSerializer
-
-    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """Check the right to create before the body, then save through the service layer."""
-        with refusals():
-            operations.require_schedule_create(request.user)
-        return super().create(request, *args, **kwargs)
-
-    def perform_destroy(self, instance: Schedule) -> None:
-        with refusals():
-            operations.delete_schedule_for(self.request.user, instance)
-
-    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """Save the edit, then answer in the view the editor may see.
-
-        Someone with change_schedule but not view_schedule may edit another user's
-        schedule without being shown its args or last error in the reply.
-        """
-        schedule = self.get_object()
-        with refusals():
-            operations.require_schedule_change(request.user, schedule)
-        partial = bool(kwargs.pop("partial", False))
-        edit = self.get_serializer(schedule, data=request.data, partial=partial)
-        edit.is_valid(raise_exception=True)
-        edit.save()
-        view = ScheduleViewSerializer(edit.instance, context=self.get_serializer_context())
-        return Response(view.data)
-
-    @extend_schema(
-        summary="Run a schedule now",
-        description=(
-            "Needs to own it or django_weft.change_schedule. Starts a run of its job and "
-            "args outside its plan (the plan is untouched); the run is owned by the "
-            "schedule's owner."
-        ),
-        request=None,
-        responses={
-            201: RunViewSerializer,
-            400: BAD_REQUEST,
-            403: FORBIDDEN,
-            409: CONFLICT,
-            503: UNAVAILABLE,
-        },
-    )
-    @action(detail=True, methods=["post"], url_path="run-now")
-    def run_now(self, request: Request, pk: str | None = None) -> Response:
-        schedule = self.get_object()
-        with refusals():
-            run = operations.run_now_for(request.user, schedule)
-        view = RunViewSerializer(run, context=self.get_serializer_context())
-        return Response(view.data, status=status.HTTP_201_CREATED)

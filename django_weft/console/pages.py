@@ -38,7 +38,7 @@ from django_weft.console.history import (
 )
 from django_weft.console.overview import read_overview
 from django_weft.live import projections
-from django_weft.models import Attempt, Run
+from django_weft.models import Attempt, Run, RunStatus
 from django_weft.timing.durations import PERCENTILES
 
 
@@ -149,6 +149,10 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
         ],
         "length": duration(run_length(run.started_at, run.finished_at, now)),
         "may_abort": not run.is_finished and access.may_abort_run(user, run),
+        "may_signal": not run.is_finished and access.may_signal_run(user, run),
+        # Why a waiting run waits shows to a guest too, as the socket's frames say it.
+        "waiting_for": run.awaiting if run.status == RunStatus.WAITING else "",
+        "wake_at": moment(run.wake_at, zone) if run.wake_at is not None else "",
         "may_retry": run.is_finished and full and access.may_start_runs(user),
         # Which runs exist is no secret from a guest: both views link a retry both ways.
         "retry_of": run.retry_of_id,
@@ -176,8 +180,34 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
         "state_revision": run.state.revision if run.state is not None else None,
         "result_json": pretty_json(run.result) if run.status == "done" else None,
         "attempts": attempts(run, now, zone),
+        "steps": steps(run, zone),
     }
     return context
+
+
+@dataclass(frozen=True)
+class StepView:
+    """One durable step or wait a run recorded, as the page lists it."""
+
+    kind: str
+    name: str
+    result_json: str
+    attempt: int
+    recorded: str
+
+
+def steps(run: Run, zone: tzinfo) -> list[StepView]:
+    """The run's recorded steps and waits (:mod:`django_weft.jobs.durable`), in order."""
+    return [
+        StepView(
+            kind=str(record.get_kind_display()),
+            name=record.name,
+            result_json=pretty_json(record.result),
+            attempt=record.attempt,
+            recorded=moment(record.recorded_at, zone),
+        )
+        for record in run.steps.order_by("recorded_at", "pk")
+    ]
 
 
 def attempts(run: Run, now: datetime, zone: tzinfo) -> list[AttemptView]:

@@ -1,5 +1,6 @@
 """The run pages: the list, live and sized for a laptop, with its abort action; a run's
-page, the console's own (its output as a terminal, its attempts, *abort* and *retry*).
+page, the console's own (its output as a terminal, its attempts and steps, *abort*,
+*retry* and *send signal*).
 
 What a user sees of a run is :func:`django_weft.console.pages.run_context`'s, what the
 list searches and filters for them :mod:`django_weft.console.visibility`'s, and every
@@ -8,6 +9,7 @@ action goes through :mod:`django_weft.operations`.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
@@ -65,6 +67,7 @@ class RunAdmin(RunAdminBase):
         return [
             path("<path:object_id>/abort/", wrap(self.abort_view), name="django_weft_run_abort"),
             path("<path:object_id>/retry/", wrap(self.retry_view), name="django_weft_run_retry"),
+            path("<path:object_id>/signal/", wrap(self.signal_view), name="django_weft_run_signal"),
             *super().get_urls(),
         ]
 
@@ -176,6 +179,38 @@ class RunAdmin(RunAdminBase):
                     else _("Abort of run %(run)s was requested already.")
                 )
                 % {"run": run.pk},
+                messages.SUCCESS,
+            )
+        return redirect("admin:django_weft_run_change", run.pk)
+
+    def signal_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """*Send signal* on the run page: its name, and a payload written as JSON (empty:
+        null); decided by the service layer."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        run = self._run(request, object_id)
+        what = _("signal run %(run)s") % {"run": run.pk}
+        text = request.POST.get("payload", "").strip()
+        try:
+            payload = json.loads(text) if text else None
+        except ValueError as error:
+            self.message_user(
+                request,
+                _("%(what)s: the payload is not JSON: %(error)s") % {"what": what, "error": error},
+                messages.ERROR,
+            )
+            return redirect("admin:django_weft_run_change", run.pk)
+        name = request.POST.get("name", "")
+        sent = act(
+            self,
+            request,
+            what,
+            lambda: operations.send_signal_for(request.user, run, name, payload),
+        )
+        if sent is not None:
+            self.message_user(
+                request,
+                _('Signal "%(name)s" sent to run %(run)s.') % {"name": name, "run": run.pk},
                 messages.SUCCESS,
             )
         return redirect("admin:django_weft_run_change", run.pk)

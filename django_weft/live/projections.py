@@ -50,6 +50,8 @@ GUEST_RUN_KEYS = (
     "created_at",
     "started_at",
     "finished_at",
+    "waiting_for",
+    "wake_at",
     "version",
 )
 OWNER_RUN_KEYS = (
@@ -102,6 +104,10 @@ def guest_run(run: Run) -> dict[str, Any]:
         "created_at": moment(run.created_at),
         "started_at": moment(run.started_at),
         "finished_at": moment(run.finished_at),
+        # What a waiting run waits for: a signal (by name), a moment, or both (a wait
+        # with a timeout). Why it waits is no secret of its owner's, unlike its output.
+        "waiting_for": run.awaiting or None,
+        "wake_at": moment(run.wake_at),
         # Frames of one run may arrive out of order (two processes publish it): the
         # client keeps the one with the highest version.
         "version": run.version,

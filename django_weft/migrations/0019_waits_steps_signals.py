@@ -9,10 +9,10 @@ and the new check constraint, losing the version trigger of ``0014_run_version``
 installed again after, both ways.
 """
 
-import django.db.models.deletion
-from django.conf import settings
 import importlib
 
+import django.db.models.deletion
+from django.conf import settings
 from django.db import migrations, models
 
 from django_weft.migrations._triggers import VendorTriggers

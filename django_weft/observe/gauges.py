@@ -8,6 +8,8 @@ each walks an index (tests/observe/test_gauges.py reads PostgreSQL's plans):
   partial indexes over queued runs (the claim's ``weft_run_claim`` among them), so its
   cost grows with the backlog, never with the history;
 - running runs, grouped by job: at most the workers' concurrency;
+- waiting runs (asleep, or waiting for a signal), grouped by job: the rows of the
+  status index (``weft_run_status_newest``) for ``waiting``, which holds no finished run;
 - live workers: the partial index ``weft_worker_alive`` over workers not stopped;
 - paused queues: one row per paused queue.
 
@@ -49,6 +51,8 @@ class Snapshot:
     queues: list[QueueState]
     #: Running runs by job.
     running: dict[str, int]
+    #: Waiting runs (asleep, or waiting for a signal) by job.
+    waiting: dict[str, int]
     #: Workers that beat within ``WEFT_LOST_AFTER`` and did not stop.
     live_workers: int
 
@@ -68,14 +72,13 @@ def queued_by_queue(now: datetime) -> QuerySet[Any, Any]:
     )
 
 
-def running_by_job() -> QuerySet[Any, Any]:
-    """Per job: how many of its runs are running."""
-    return (
-        Run.objects.filter(status=RunStatus.RUNNING)
-        .order_by()
-        .values("job")
-        .annotate(running=Count("pk"))
-    )
+def runs_by_job(status: RunStatus) -> QuerySet[Any, Any]:
+    """Per job: how many of its runs have ``status`` (an unfinished one), as ``runs``."""
+    return Run.objects.filter(status=status).order_by().values("job").annotate(runs=Count("pk"))
+
+
+def counted_by_job(status: RunStatus) -> dict[str, int]:
+    return {row["job"]: int(row["runs"]) for row in runs_by_job(status)}
 
 
 def live_workers(now: datetime) -> QuerySet[WorkerProcess]:
@@ -85,7 +88,7 @@ def live_workers(now: datetime) -> QuerySet[WorkerProcess]:
 
 
 def snapshot(now: datetime) -> Snapshot:
-    """Read the gauges' values at ``now`` (four queries, none over finished runs).
+    """Read the gauges' values at ``now`` (five queries, none over finished runs).
 
     Every queue a registered job uses or that is paused is listed, with a depth of 0
     when it holds no run: a gauge that vanishes when its queue drains reads as no data.
@@ -106,5 +109,9 @@ def snapshot(now: datetime) -> Snapshot:
                 paused=name in paused,
             )
         )
-    running = {row["job"]: int(row["running"]) for row in running_by_job()}
-    return Snapshot(queues=queues, running=running, live_workers=live_workers(now).count())
+    return Snapshot(
+        queues=queues,
+        running=counted_by_job(RunStatus.RUNNING),
+        waiting=counted_by_job(RunStatus.WAITING),
+        live_workers=live_workers(now).count(),
+    )

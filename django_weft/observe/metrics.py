@@ -8,8 +8,8 @@ Two kinds, with two costs (docs/metrics.md):
   nothing in the database; each process has its own, so Prometheus scrapes every
   ``runjobs`` (over ``--http``) and sums them.
 - **Gauges** are read from the database at each scrape
-  (:mod:`django_weft.observe.gauges`): queue depth and oldest wait, running runs, live
-  workers. The same in every process; a query over ``max`` of them takes one.
+  (:mod:`django_weft.observe.gauges`): queue depth and oldest wait, running and waiting
+  runs, live workers. The same in every process; a query over ``max`` of them takes one.
 
 Everything is in :data:`REGISTRY`, weft's own, not prometheus_client's default one, so a
 project's metrics and weft's never collide; a project that serves its own endpoint can
@@ -167,7 +167,14 @@ def _gauges(snapshot: gauges.Snapshot) -> Iterator[Metric]:
         "weft_workers_live", "runjobs processes that beat within WEFT_LOST_AFTER."
     )
     workers.add_metric([], snapshot.live_workers)
-    yield from (depth, wait, paused, running, workers)
+    waiting = GaugeMetricFamily(
+        "weft_runs_waiting",
+        "Waiting runs (asleep, or waiting for a signal), by job: they hold no worker.",
+        labels=["job"],
+    )
+    for job, count in sorted(snapshot.waiting.items()):
+        waiting.add_metric([job], count)
+    yield from (depth, wait, paused, running, waiting, workers)
 
 
 REGISTRY.register(DatabaseCollector())

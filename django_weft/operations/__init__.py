@@ -87,8 +87,10 @@ from django_weft.operations.schedules import (
     set_enabled_for,
 )
 from django_weft.operations.signals import (
+    SIGNAL_FIELDS,
     asend_signal,
     asend_signal_for,
+    parse_signal,
     send_signal,
     send_signal_for,
 )
@@ -100,6 +102,7 @@ __all__ = [
     "QUEUE_NAME_LENGTH",
     "REFUSALS",
     "REQUEST_ID_LENGTH",
+    "SIGNAL_FIELDS",
     "START_FIELDS",
     "WHAT_RUNS",
     "BulkResult",
@@ -124,6 +127,7 @@ __all__ = [
     "open_document",
     "parse_action",
     "parse_ids",
+    "parse_signal",
     "parse_start",
     "pause_queue_for",
     "record",

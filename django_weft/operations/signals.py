@@ -3,9 +3,11 @@ checked ``*_for`` one."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
 
@@ -17,6 +19,36 @@ from django_weft.live.changes import Changes
 from django_weft.models import AuditAction, Run, Signal
 from django_weft.operations.base import as_owner, record, require, signed_in
 from django_weft.timing import clocks
+
+#: The fields a signal's input may have (a socket's frame adds its ``request_id``).
+SIGNAL_FIELDS = ("name", "payload")
+
+
+def parse_signal(data: object, *, also: tuple[str, ...] = ()) -> tuple[str, Any]:
+    """The ``(name, payload)`` a client's ``{"name": ..., "payload": ...}`` asks to send.
+
+    The one check of a signal's input, for the API's body and the socket's frame alike:
+    ``name`` is required, ``payload`` is any JSON (null when left out), and a field it
+    does not know (but those of ``also``) is refused naming the ones it does. Raises
+    ``ValidationError`` naming every bad field; the name and payload are checked again,
+    for what can be stored, when the signal is sent.
+    """
+    if not isinstance(data, Mapping):
+        raise ValidationError(
+            {NON_FIELD_ERRORS: [f"Expected an object, but got {type(data).__name__}."]}
+        )
+    accepted = sorted({*SIGNAL_FIELDS, *also})
+    errors: dict[str, list[str]] = {
+        str(name): [f"Unknown field; a signal accepts: {', '.join(accepted)}."]
+        for name in data
+        if name not in accepted
+    }
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        errors["name"] = ["This field is required: the name of the signal to send."]
+    if errors:
+        raise ValidationError(errors)
+    return str(name), data.get("payload")
 
 
 def send_signal(run: Run, name: str, payload: Any = None) -> Signal:

@@ -1,8 +1,8 @@
 """What a socket's frames read and write, run in the database thread.
 
 Each function takes the socket's user and returns plain dicts ready to send: the runs as
-that user may see them (:mod:`django_weft.live.projections`). Starts and aborts go
-through :mod:`django_weft.operations`, which decides who may do what and publishes the
+that user may see them (:mod:`django_weft.live.projections`). Starts, aborts and
+signals go through :mod:`django_weft.operations`, which decides who may do what and publishes the
 change; a refusal raises :class:`~django_weft.sockets.frames.FrameError`.
 """
 
@@ -70,6 +70,15 @@ def abort(user: User, run_id: uuid.UUID) -> None:
         raise FrameError("not_found", _("no run %(run)s") % {"run": run_id})
     with refusals(), operations.entry_point("socket"):
         operations.abort_for(user, run)
+
+
+def signal(user: User, run_id: uuid.UUID, name: str, payload: Any) -> None:
+    """Send signal ``name`` with ``payload`` to the run ``run_id``."""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        raise FrameError("not_found", _("no run %(run)s") % {"run": run_id})
+    with refusals(), operations.entry_point("socket"):
+        operations.send_signal_for(user, run, name, payload)
 
 
 def documents(user: User, keys: list[str]) -> Views:

@@ -2,9 +2,10 @@
 
 Frames are JSON objects with a ``type``; see docs/live.md for the protocol. A client
 may ``start`` a run (with a ``request_id`` that makes a resent request return the same
-run), ``abort`` one, ask for the next ``page`` of unfinished runs and ``subscribe`` to
-application documents. Whatever a client sends, a bad frame gets an ``error`` frame
-naming the problem (:mod:`django_weft.sockets.frames`) and the socket stays open;
+run), ``abort`` one, send one a ``signal``, ask for the next ``page`` of unfinished runs
+and ``subscribe`` to application documents. Whatever a client sends, a bad frame gets an
+``error`` frame naming the problem (:mod:`django_weft.sockets.frames`) and the socket
+stays open;
 nothing is written for a refused request. What each frame reads and writes is in
 :mod:`django_weft.sockets.actions`; how the socket lives through channel-layer outages,
 in :mod:`django_weft.sockets.outages`. The socket's user is looked at again every
@@ -208,6 +209,14 @@ class RunsConsumer(OutageProofConsumer):
                 "request_id": frame.get("request_id"),
                 "run": str(frame["run"]),
             }
+        )
+
+    async def handle_signal(self, frame: dict[str, Any]) -> None:
+        await database_sync_to_async(actions.signal)(
+            self.user, frame["run"], frame["name"], frame["payload"]
+        )
+        await self.send_json(
+            {"type": "signal_sent", "request_id": frame.get("request_id"), "run": str(frame["run"])}
         )
 
     async def handle_page(self, frame: dict[str, Any]) -> None:

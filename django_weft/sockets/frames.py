@@ -44,6 +44,15 @@ class AbortFrame(serializers.Serializer[Any]):
     request_id = serializers.CharField(max_length=operations.REQUEST_ID_LENGTH, required=False)
 
 
+class SignalFrame(serializers.Serializer[Any]):
+    """A signal to the run ``run`` (see :func:`django_weft.operations.send_signal_for`)."""
+
+    run = serializers.UUIDField()
+    name = serializers.CharField(max_length=100, trim_whitespace=False)
+    payload = serializers.JSONField(required=False, allow_null=True, default=None)
+    request_id = serializers.CharField(max_length=operations.REQUEST_ID_LENGTH, required=False)
+
+
 class SubscribeFrame(serializers.Serializer[Any]):
     documents = serializers.ListField(
         child=serializers.CharField(max_length=255), allow_empty=False, max_length=50
@@ -143,6 +152,7 @@ def _checked_by(
 READERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "start": _start,
     "abort": _checked_by("abort", AbortFrame),
+    "signal": _checked_by("signal", SignalFrame),
     "subscribe": _checked_by("subscribe", SubscribeFrame),
     "page": _checked_by("page", PageFrame),
 }

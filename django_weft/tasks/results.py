@@ -45,12 +45,14 @@ if TYPE_CHECKING:
 STATUSES: dict[str, TaskResultStatus] = {
     RunStatus.QUEUED: TaskResultStatus.READY,
     RunStatus.RUNNING: TaskResultStatus.RUNNING,
+    RunStatus.WAITING: TaskResultStatus.RUNNING,
     RunStatus.DONE: TaskResultStatus.SUCCESSFUL,
     RunStatus.FAILED: TaskResultStatus.FAILED,
     RunStatus.ABORTED: TaskResultStatus.FAILED,
     RunStatus.LOST: TaskResultStatus.FAILED,
 }
-"""A run's status as a task result's. A run waiting for a retry is ``queued``: READY."""
+"""A run's status as a task result's. A run waiting for a retry is ``queued``: READY; a
+run in a durable wait (``waiting``) has begun and not ended: RUNNING."""
 
 ABORTED_CLASS = "django_weft.exceptions.RunAborted"
 FALLBACK_CLASS = "builtins.Exception"

@@ -16,7 +16,7 @@ import pytest
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
-from django_weft.models import Run, WorkerProcess
+from django_weft.models import Run, RunStatus, WorkerProcess
 from django_weft.observe import gauges
 
 pytestmark = pytest.mark.django_db
@@ -47,11 +47,13 @@ def assert_walks_an_index(queryset: QuerySet[object], table: str) -> None:
     "queryset",
     [
         pytest.param(lambda: gauges.queued_by_queue(NOW), id="queued by queue"),
-        pytest.param(gauges.running_by_job, id="running by job"),
+        pytest.param(lambda: gauges.runs_by_job(RunStatus.RUNNING), id="running by job"),
+        pytest.param(lambda: gauges.runs_by_job(RunStatus.WAITING), id="waiting by job"),
     ],
 )
 def test_gauge_query_of_runs_walks_an_index(queryset: object) -> None:
-    """Depth, oldest wait and running runs read only the index entries of unfinished runs."""
+    """Depth, oldest wait, running and waiting runs read only the index entries of
+    unfinished runs."""
     assert callable(queryset)
     assert_walks_an_index(queryset(), Run._meta.db_table)
 

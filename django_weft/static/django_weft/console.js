@@ -213,6 +213,8 @@
     const phase = document.getElementById("weft-run-phase");
     let revision = terminal && terminal.dataset.revision ? parseInt(terminal.dataset.revision, 10) : -1;
     let finished = root.dataset.finished === "true";
+    const shownWaiting = Boolean(phase) && phase.textContent === "waiting";
+    let reloading = false;
     // Run frames can come out of order (two processes publish the run): keep the newest.
     let version = root.dataset.version ? parseInt(root.dataset.version, 10) : -1;
     const follow = () => { if (terminal) terminal.scrollTop = terminal.scrollHeight; };
@@ -245,6 +247,10 @@
       if (!finished && run.finished_at) {
         finished = true;
         setTimeout(() => location.reload(), 300); // the result, the errors, the buttons
+      } else if (!reloading && (run.phase === "waiting") !== shownWaiting) {
+        // It began or ended a wait: what it waits for and its recorded steps change.
+        reloading = true;
+        setTimeout(() => location.reload(), 300);
       }
     });
   }
