@@ -61,9 +61,10 @@ def test_api_doc_names_one_prefix() -> None:
 def test_api_doc_curls_work_as_written_in_order(tmp_path: Path) -> None:
     """The run ``curl`` answers 201 with a run of the job it names, and again 200 with the
     same run (its idempotency key); the bulk ``curl`` lines answer 200 with what they did
-    and refused (the example id names no run); the schedule ``curl`` answers 201 with the
+    and refused (the example id names no run); the signal ``curl`` reaches its endpoint,
+    which finds no run of the example id (404); the schedule ``curl`` answers 201 with the
     schedule, owned by the caller."""
-    start_run, bulk_retry, bulk_delete, create_schedule = curls()
+    start_run, bulk_retry, bulk_delete, signal, create_schedule = curls()
     with example_server(tmp_path / "example.sqlite3") as base:
         status, run = send(start_run, base)
         assert status == 201, run
@@ -77,6 +78,8 @@ def test_api_doc_curls_work_as_written_in_order(tmp_path: Path) -> None:
         assert status == 200, deleted
         assert (deleted["done"], deleted["refused"]) == (0, 1), deleted
         assert set(deleted["reasons"]) == {"not_found"}, deleted
+        status, answer = send(signal, base)
+        assert status == 404, answer
         status, schedule = send(create_schedule, base)
         assert status == 201, schedule
         asked = json.loads(create_schedule[create_schedule.index("-d") + 1])

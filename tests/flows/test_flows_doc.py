@@ -1,0 +1,88 @@
+"""docs/flows.md's snippets, run as pasted: the checkout that never charges twice, the
+reminder that sleeps thirteen days, the refund that waits for an approval (and the one
+nobody approves), on the driven clock with an inline worker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from django_weft.jobs.registry import registry
+from django_weft.models import Run, RunStatus
+from django_weft.operations import start
+from django_weft.testing import Rehearsal
+from tests.test_docs import doc_block
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+NOW = timedelta(0)
+JOBS = ("shop.checkout", "shop.trial_reminder", "shop.refund")
+
+
+@pytest.fixture
+def page() -> Iterator[dict[str, Any]]:
+    """The page's job blocks, executed in one namespace (their jobs registered), and the
+    block that sends the signal; the jobs are unregistered after the test."""
+    namespace: dict[str, Any] = {}
+    for marker in ('@job("shop.checkout"', '@job("shop.trial_reminder")', '@job("shop.refund")'):
+        exec(compile(doc_block("flows.md", marker), "docs/flows.md", "exec"), namespace)
+    namespace["send"] = doc_block("flows.md", "send_signal(run")
+    yield namespace
+    for name in JOBS:
+        registry.unregister(name)
+
+
+def fresh(run: Run) -> Run:
+    return Run.objects.get(pk=run.pk)
+
+
+def test_flows_doc_checkout_charges_once(page: dict[str, Any], rehearsal: Rehearsal) -> None:
+    run = start(registry.get("shop.checkout"), {"order": "A-1", "amount": 30})
+    rehearsal.advance(NOW)
+    assert (fresh(run).status, fresh(run).attempt) == (RunStatus.QUEUED, 1)
+    rehearsal.advance(timedelta(seconds=30))
+    done = fresh(run)
+    assert (done.status, done.attempt) == (RunStatus.DONE, 2)
+    assert done.result == {
+        "charged": {"order": "A-1", "amount": 30, "charge": 1},
+        "shipped": True,
+    }
+    assert page["CHARGES"] == [("A-1", 30)], "one charge"
+
+
+def test_flows_doc_reminder_sleeps_thirteen_days(
+    page: dict[str, Any], rehearsal: Rehearsal
+) -> None:
+    run = start(registry.get("shop.trial_reminder"), {"user": 7})
+    rehearsal.advance(NOW)
+    assert (fresh(run).status, fresh(run).worker_id) == (RunStatus.WAITING, None)
+    rehearsal.advance(timedelta(days=13) - timedelta(seconds=1))
+    assert fresh(run).status == RunStatus.WAITING
+    rehearsal.advance(timedelta(seconds=1))
+    assert (fresh(run).status, fresh(run).result) == (RunStatus.DONE, "reminded")
+
+
+def test_flows_doc_refund_waits_for_the_approval_sent_as_the_page_sends_it(
+    page: dict[str, Any], rehearsal: Rehearsal
+) -> None:
+    run = start(registry.get("shop.refund"), {"order": "A-1", "amount": 30})
+    rehearsal.advance(NOW)
+    assert (fresh(run).status, fresh(run).awaiting) == (
+        RunStatus.WAITING,
+        "approval",
+    )
+    exec(compile(page["send"], "docs/flows.md", "exec"), {})
+    rehearsal.advance(NOW)
+    assert (fresh(run).status, fresh(run).result) == (RunStatus.DONE, "refunded")
+
+
+def test_flows_doc_refund_nobody_approves_expires(
+    page: dict[str, Any], rehearsal: Rehearsal
+) -> None:
+    run = start(registry.get("shop.refund"), {"order": "A-2", "amount": 5})
+    rehearsal.advance(NOW)
+    rehearsal.advance(timedelta(days=3))
+    assert fresh(run).result == "expired: nobody approved it in three days"
