@@ -83,8 +83,8 @@ ENGINE_LAYERS: dict[str, int] = {
 }
 """The engine's parts, bottom (0) to top, as its folders group them: talking to the
 database; a run's start and claim; schedules, and flows (signals, waking); a run's end
-(which may start a schedule's buffered fire); the worker and its satellites. A part imports only its own layer or lower
-ones, as the package's layers do.
+(which may start a schedule's buffered fire); the worker and its satellites. A part
+imports only its own layer or lower ones, as the package's layers do.
 """
 
 MAX_MODULE_LINES = 500

@@ -220,6 +220,7 @@ def test_packaging_classifiers_are_known_to_pypi() -> None:
 
 
 @pytest.mark.packaging
+@pytest.mark.timeout(900)  # a fresh project on the built wheel: as the sdist test
 def test_packaging_wheel_in_a_new_project(
     artifacts: Artifacts, fresh_venv: Path, tmp_path: Path
 ) -> None:
@@ -296,6 +297,9 @@ def test_packaging_wheel_in_a_new_project(
 
 
 @pytest.mark.packaging
+# Installs the sdist and runs four of its test files: minutes on a busy machine, within
+# the 900 s each of its commands is given (the suite-wide 300 s is for one test's work).
+@pytest.mark.timeout(900)
 def test_packaging_sdist_runs_its_own_tests(
     artifacts: Artifacts, fresh_venv: Path, tmp_path: Path
 ) -> None:

@@ -105,6 +105,21 @@ def drop_broken_connections() -> None:
             _close(connection)
 
 
+def drop_dead_connections() -> None:
+    """Close this thread's connections that died while they sat idle, unseen.
+
+    A connection that sat unused while the database restarted (or a proxy dropped it)
+    raised nothing yet, so :func:`drop_broken_connections` keeps it, and the next job's
+    first query would fail. A run thread that waited for work asks each of its
+    connections once (``SELECT 1`` on PostgreSQL) before it runs the next job.
+    """
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is None or connection.in_atomic_block:
+            continue
+        if not _is_usable(connection):
+            _close(connection)
+
+
 def _is_usable(connection: object) -> bool:
     try:
         return bool(connection.is_usable())  # type: ignore[attr-defined]

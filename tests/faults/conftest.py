@@ -21,6 +21,7 @@ from django.db import close_old_connections, connections
 from django.test import override_settings
 
 from django_weft.engine.worker.liveness import lock_key
+from django_weft.models import Run
 from tests.browsers import browser  # noqa: F401  (the fixture, for the example outage test)
 from tests.faults.pgbouncer import PgBouncer
 from tests.faults.servers import FaultServers, PostgresCluster, RedisServer, fault_servers
@@ -145,3 +146,12 @@ def uvicorn() -> Iterator[AsgiServer]:
     """uvicorn serving the test project's HTTP and websockets on the throwaway servers."""
     with asgi_server() as server:
         yield server
+
+
+def reachable() -> bool:
+    """Whether this process can query the database again (reconnecting if it must)."""
+    try:
+        connections["default"].close()
+        return Run.objects.exists() or True
+    except Exception:
+        return False

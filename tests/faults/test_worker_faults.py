@@ -17,14 +17,13 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
 from django_weft.jobs.registry import registry
 from django_weft.models import Attempt, Document, Run, RunStatus, Schedule, WorkerProcess
 from django_weft.operations import start
-from tests.faults.conftest import FAST_HEARTBEAT, lock_holder
+from tests.faults.conftest import FAST_HEARTBEAT, lock_holder, reachable
 from tests.faults.servers import PostgresCluster
 from tests.jobs import open_gate
 from tests.processes import Runjobs, wait_for
@@ -39,15 +38,6 @@ def finishes(run_id: object) -> dict[str, Any]:
     """What the finish hook of a tests.watched_sleep / tests.flaky* run recorded."""
     document = Document.objects.filter(key=f"tests:finishes:{run_id}").first()
     return document.data if document is not None else {"count": 0, "kinds": []}
-
-
-def reachable() -> bool:
-    """Whether this process can query the database again (reconnecting if it must)."""
-    try:
-        connections["default"].close()
-        return Run.objects.exists() or True
-    except Exception:
-        return False
 
 
 def test_postgres_restart_under_two_busy_workers(

@@ -75,3 +75,16 @@ async def async_approval(ctx: RunContext) -> Any:
 def unstorable_step(ctx: RunContext) -> None:
     """A step whose result JSON cannot store."""
     ctx.step("opens a socket", object)
+
+
+@job(
+    "tests.flows.charge_then_hang",
+    retry=Retry(max_attempts=2, backoff=0, jitter=0, on=frozenset({"lost"})),
+)
+def charge_then_hang(ctx: RunContext) -> dict[str, Any]:
+    """Charges in a step, then hangs on its first attempt (for its worker to be killed
+    under it); the retry finishes at once."""
+    charge = ctx.step("charge", count, ctx, "charge")
+    if ctx.attempt == 1:
+        ctx.sleep(600)
+    return {"charge": charge, "attempt": ctx.attempt}

@@ -22,6 +22,7 @@ import logging
 import pickle
 import queue
 import threading
+import time
 from dataclasses import replace
 from functools import partial
 from multiprocessing.connection import Connection
@@ -31,7 +32,8 @@ from django.db import connections
 
 from django_weft.engine.outcomes.finishing import AttemptReport
 from django_weft.engine.worker.execution import Execution, execute
-from django_weft.jobs.connections import drop_broken_connections
+from django_weft.engine.worker.executors import IDLE_CHECK_AFTER
+from django_weft.jobs.connections import drop_broken_connections, drop_dead_connections
 
 logger = logging.getLogger("django_weft.executors")
 
@@ -42,7 +44,7 @@ def serve(inbox: Connection, outbox: Connection) -> None:
     threading.Thread(
         target=_listen, args=(inbox, runs), name="weft-child-inbox", daemon=True
     ).start()
-    while (execution := runs.get()) is not None:
+    while (execution := _next_run(runs)) is not None:
         try:
             execute(
                 execution,
@@ -56,6 +58,16 @@ def serve(inbox: Connection, outbox: Connection) -> None:
         finally:
             drop_broken_connections()
     connections.close_all()
+
+
+def _next_run(runs: queue.SimpleQueue[Execution | None]) -> Execution | None:
+    """The next run; the child's connections checked if it waited long enough for one
+    of them to have died unseen, as a run thread's are (``executors.IDLE_CHECK_AFTER``)."""
+    waited_from = time.monotonic()
+    execution = runs.get()
+    if execution is not None and time.monotonic() - waited_from >= IDLE_CHECK_AFTER:
+        drop_dead_connections()
+    return execution
 
 
 def _listen(inbox: Connection, runs: queue.SimpleQueue[Execution | None]) -> None:
