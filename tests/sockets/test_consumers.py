@@ -188,18 +188,25 @@ async def test_consumer_owner_sees_output_guest_sees_phase(
     run_id = (await mine.until(lambda f: f["type"] == "started"))["run"]["id"]
 
     await mine.until(lambda f: f["type"] == "run" and f["run"]["status"] == "done")
+
     # The output reaches the owner in state frames, or inside a run frame when the
     # publisher coalesced them into one round (a busy machine makes rounds bigger; a run
     # frame of a round without a state change carries none): either way it only grows,
-    # and the last the owner holds is all of it.
-    outputs = [
-        frame["state"]["output"] if frame["type"] == "state" else frame["run"]["state"]["output"]
-        for frame in mine.seen
-        if (frame["type"] == "state" and frame["run"] == run_id)
-        or (frame["type"] == "run" and frame["run"]["id"] == run_id and frame["run"]["state"])
-    ]
+    # and all of it arrives, the last state frame possibly after the run's "done" (the
+    # run thread publishes the state, the loop the finish).
+    def output(frame: dict[str, Any]) -> str | None:
+        if frame["type"] == "state" and frame["run"] == run_id:
+            return str(frame["state"]["output"])
+        if frame["type"] == "run" and frame["run"]["id"] == run_id and frame["run"]["state"]:
+            return str(frame["run"]["state"]["output"])
+        return None
+
+    whole = "".join(f"line {n}\n" for n in range(1, 6))
+    if whole not in [output(frame) for frame in mine.seen]:
+        await mine.until(lambda f: output(f) == whole)
+    outputs = [text for frame in mine.seen if (text := output(frame)) is not None]
     assert [o.count("\n") for o in outputs] == sorted(o.count("\n") for o in outputs)
-    assert outputs[-1] == "".join(f"line {n}\n" for n in range(1, 6))
+    assert outputs[-1] == whole
 
     finished = await theirs.until(
         lambda f: f["type"] == "run" and f["run"]["id"] == run_id and f["run"]["status"] == "done"
