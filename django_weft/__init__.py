@@ -35,6 +35,9 @@ _HOMES: dict[str, str] = {
     "abort": "django_weft.operations",
     "aabort": "django_weft.operations",
     "send_signal": "django_weft.operations",
+    "start_group": "django_weft.operations",
+    "astart_group": "django_weft.operations",
+    "Callback": "django_weft.engine.flows.groups",
     "asend_signal": "django_weft.operations",
     "open_document": "django_weft.operations",
     "change_document": "django_weft.operations",
@@ -63,6 +66,7 @@ _HOMES: dict[str, str] = {
     "SignalTimeout": "django_weft.exceptions",
     "InvalidSignal": "django_weft.exceptions",
     "InvalidStep": "django_weft.exceptions",
+    "GroupClosed": "django_weft.exceptions",
 }
 """Every public name and the module it lives in: the one map of the package's face."""
 
@@ -81,10 +85,12 @@ def __dir__() -> list[str]:
 # Type checkers cannot follow __getattr__: they read the same names from here. Keep this
 # list equal to _HOMES (tests/test_public_face.py checks that it is).
 if TYPE_CHECKING:
+    from django_weft.engine.flows.groups import Callback as Callback
     from django_weft.engine.runs.starting import StartRequest as StartRequest
     from django_weft.engine.schedules.saving import save_schedule as save_schedule
     from django_weft.exceptions import ConcurrencyLimitReached as ConcurrencyLimitReached
     from django_weft.exceptions import Forbidden as Forbidden
+    from django_weft.exceptions import GroupClosed as GroupClosed
     from django_weft.exceptions import IdempotencyKeyReused as IdempotencyKeyReused
     from django_weft.exceptions import InvalidArgs as InvalidArgs
     from django_weft.exceptions import InvalidBatchItem as InvalidBatchItem
@@ -117,11 +123,13 @@ if TYPE_CHECKING:
     from django_weft.operations import abort as abort
     from django_weft.operations import asend_signal as asend_signal
     from django_weft.operations import astart as astart
+    from django_weft.operations import astart_group as astart_group
     from django_weft.operations import astart_many as astart_many
     from django_weft.operations import change_document as change_document
     from django_weft.operations import open_document as open_document
     from django_weft.operations import send_signal as send_signal
     from django_weft.operations import start as start
+    from django_weft.operations import start_group as start_group
     from django_weft.operations import start_many as start_many
     from django_weft.testing import DrivenClock as DrivenClock
     from django_weft.testing import Rehearsal as Rehearsal

@@ -81,7 +81,7 @@ class User(Protocol):
 
 
 class Owned(Protocol):
-    """A row with an owner: a run, a schedule or a stored module."""
+    """A row with an owner: a run, a group, a schedule or a stored module."""
 
     @property
     def owner_id(self) -> Any: ...
@@ -154,6 +154,12 @@ def may_signal_run(user: User, run: Owned) -> bool:
     """A signal steers the run as an abort does (it wakes a wait the job chose to
     make, e.g. an approval): the same right."""
     return may(user, CHANGE_RUN, run)
+
+
+def may_change_group(user: User, group: Owned) -> bool:
+    """Adding to a group, sealing it and aborting it steer its runs as an abort does:
+    its owner, or ``change_run``."""
+    return may(user, CHANGE_RUN, group)
 
 
 def abortable_runs(user: User, runs: QuerySet[_Row]) -> QuerySet[_Row]:

@@ -187,3 +187,11 @@ class InvalidSignal(WeftError, ValueError):
 class InvalidStep(WeftError, ValueError):
     """A durable step cannot be recorded: its name is blank or too long, or its function
     returned what JSON cannot store. The attempt fails with it, nothing recorded."""
+
+
+class GroupClosed(WeftError):
+    """The group is sealed: it takes no more members."""
+
+    def __init__(self, group_id: object) -> None:
+        self.group_id = group_id
+        super().__init__(f"group {group_id} is sealed; start another group for more runs")

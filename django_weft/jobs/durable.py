@@ -33,12 +33,27 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
-from django_weft.exceptions import InvalidStep, SignalTimeout
+from django_weft.exceptions import InvalidSignal, InvalidStep, SignalTimeout
 from django_weft.jobs.storable import find_unstorable
 from django_weft.models import Run, Signal, StepKind, StepRecord
 
 #: The longest step name (the column's width).
 STEP_NAME_LENGTH = StepRecord._meta.get_field("name").max_length or 200
+#: The longest signal name (the column's width).
+SIGNAL_NAME_LENGTH = Signal._meta.get_field("name").max_length or 100
+
+
+def check_signal_name(name: object) -> None:
+    """Refuse a signal name that could not be sent, so that no run waits for one: blank,
+    longer than :data:`SIGNAL_NAME_LENGTH`, holding ``#`` (which numbers a run's waits)
+    or a character no database stores."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidSignal("name", "must be a name that is not blank")
+    if len(name) > SIGNAL_NAME_LENGTH or "#" in name:
+        raise InvalidSignal("name", f'at most {SIGNAL_NAME_LENGTH} characters, and no "#"')
+    found = find_unstorable(name, "name")
+    if found is not None:
+        raise InvalidSignal("name", found.problem)
 
 
 class Suspended(BaseException):
@@ -119,7 +134,9 @@ class Journal:
     def wait_for(self, signal: str, timeout: timedelta | None) -> Any:
         """The payload of the oldest signal ``signal`` sent to the run and not received
         yet; without one, end the attempt until one is sent, or until ``timeout`` after
-        the run first came to this wait (then raise :class:`SignalTimeout`)."""
+        the run first came to this wait (then raise :class:`SignalTimeout`). A name no
+        signal could have is refused (:class:`~django_weft.exceptions.InvalidSignal`)."""
+        check_signal_name(signal)
         name = self._wait_name(signal)
         waits = False
         with transaction.atomic():

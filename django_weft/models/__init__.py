@@ -4,6 +4,7 @@ documents, worker processes, stored modules and the audit trail of operator acti
 from django_weft.models.attempt import Attempt
 from django_weft.models.audit import AuditAction, AuditRecord, EntryPoint
 from django_weft.models.document import Document
+from django_weft.models.group import Group, GroupCondition
 from django_weft.models.journal import Signal, StepKind, StepRecord
 from django_weft.models.module import Module, ModuleRevision
 from django_weft.models.overview import Overview
@@ -21,6 +22,8 @@ __all__ = [
     "Document",
     "DurationTally",
     "EntryPoint",
+    "Group",
+    "GroupCondition",
     "LastStatus",
     "Module",
     "ModuleRevision",

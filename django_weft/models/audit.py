@@ -46,6 +46,14 @@ class AuditAction(models.TextChoices):
     SCHEDULE_TAKE_OVER = "schedule_take_over", "take over a schedule"
     """A schedule whose owner was removed got a new owner (who enabled it); its runs now
     start as that user."""
+    GROUP_START = "group_start", "start a group"
+    """A group of runs was started; ``details['members']`` counts them."""
+    GROUP_ADD = "group_add", "add to a group"
+    """Members were added to an open group; ``details['members']`` counts them."""
+    GROUP_SEAL = "group_seal", "seal a group"
+    """A group was sealed: it takes no more members, and its callback may start."""
+    GROUP_ABORT = "group_abort", "abort a group"
+    """An abort of each unfinished member of a group was requested."""
     SIGNAL = "signal", "signal a run"
     """A signal was sent to a run; ``details['signal']`` names it (its payload stays with
     the run's signal, seen by those who see the run in full)."""

@@ -175,6 +175,14 @@ class Run(models.Model):
     run_after = models.DateTimeField(
         null=True, blank=True, help_text="A task's run_after, as enqueued."
     )
+    group = models.ForeignKey(
+        "django_weft.Group",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="members",
+        help_text="The group this run is a member of; its end counts there.",
+    )
     wake_at = models.DateTimeField(
         null=True,
         blank=True,

@@ -14,7 +14,8 @@ Rules beyond the model permissions (see docs/security.md):
   schedule's job or args makes the editor its owner, so nobody runs a job as someone
   else;
 - deleting a run needs to own it or ``delete_run``, and the run must have finished;
-- signalling a run steers it as an abort does: owning it or ``change_run``;
+- signalling a run steers it as an abort does: owning it or ``change_run``; so do
+  adding to a group, sealing it and aborting it (owning the group, or ``change_run``);
 - a bulk retry, abort or delete judges each run on its own, as the single call does;
 - *run now* and *retry* start runs, so they need ``add_run`` besides the right to act on
   the schedule or see the run in full;
@@ -30,8 +31,9 @@ paused queue), leaves no record.
 
 Callers import from here (``operations.start_for``): the modules behind it split the
 layer by what it acts on (``runs``, ``bulk`` for many runs at once, ``schedules``,
-``queues``, ``modules``, ``documents``, ``signals``), with ``base`` for what every checked call uses
-and ``refusals`` for how a refusal is described. It is one layer and one front door, in small rooms.
+``queues``, ``modules``, ``documents``, ``signals``, ``groups``), with ``base`` for what
+every checked call uses and ``refusals`` for how a refusal is described. It is one layer
+and one front door, in small rooms.
 """
 
 from __future__ import annotations
@@ -52,6 +54,17 @@ from django_weft.operations.bulk import (
     parse_ids,
 )
 from django_weft.operations.documents import change_document, open_document
+from django_weft.operations.groups import (
+    abort_group,
+    abort_group_for,
+    add_to_group,
+    add_to_group_for,
+    astart_group,
+    seal_group,
+    seal_group_for,
+    start_group,
+    start_group_for,
+)
 from django_weft.operations.modules import approve_module_for, delete_module_for, save_module_for
 from django_weft.operations.queues import pause_queue_for, resume_queue_for
 from django_weft.operations.refusals import REFUSALS, describe_refusal
@@ -110,10 +123,15 @@ __all__ = [
     "aabort",
     "abort",
     "abort_for",
+    "abort_group",
+    "abort_group_for",
+    "add_to_group",
+    "add_to_group_for",
     "approve_module_for",
     "asend_signal",
     "asend_signal_for",
     "astart",
+    "astart_group",
     "astart_many",
     "bulk_for",
     "change_document",
@@ -139,11 +157,15 @@ __all__ = [
     "retry_for",
     "run_now_for",
     "save_module_for",
+    "seal_group",
+    "seal_group_for",
     "send_signal",
     "send_signal_for",
     "set_enabled_for",
     "start",
     "start_for",
+    "start_group",
+    "start_group_for",
     "start_many",
     "start_many_for",
     "start_many_or_get",

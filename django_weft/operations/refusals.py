@@ -8,6 +8,7 @@ from django.utils.translation import gettext as _
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
     Forbidden,
+    GroupClosed,
     IdempotencyKeyReused,
     InvalidArgs,
     InvalidBatchItem,
@@ -26,7 +27,7 @@ def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict
 
     ``code`` is ``invalid`` (bad input; ``fields`` names each bad field), ``forbidden``,
     ``finished``, ``not_finished``, ``not_found``, ``concurrency_limit``,
-    ``idempotency_key_reused``, or ``refused`` for any other refusal.
+    ``idempotency_key_reused``, ``group_closed``, or ``refused`` for any other refusal.
     """
     if isinstance(error, ValidationError):
         if not hasattr(error, "error_dict"):  # raised without naming a field
@@ -58,6 +59,8 @@ def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict
         return "concurrency_limit", str(error), {}
     if isinstance(error, IdempotencyKeyReused):
         return "idempotency_key_reused", str(error), {}
+    if isinstance(error, GroupClosed):
+        return "group_closed", str(error), {}
     return "refused", str(error), {}
 
 

@@ -13,6 +13,7 @@ from django_weft.jobs.context import RunContext
 from django_weft.jobs.registry import job
 from django_weft.jobs.retries import Retry
 from django_weft.jobs.revisions import change_document, open_document
+from django_weft.models import Group
 
 
 def count(ctx: RunContext, what: str) -> int:
@@ -88,3 +89,27 @@ def charge_then_hang(ctx: RunContext) -> dict[str, Any]:
     if ctx.attempt == 1:
         ctx.sleep(600)
     return {"charge": charge, "attempt": ctx.attempt}
+
+
+@job("tests.flows.wait_named")
+def wait_named(ctx: RunContext, *, signal: str) -> Any:
+    """Waits for a signal of the name it is given."""
+    return ctx.wait_for(signal)
+
+
+@job("tests.flows.member")
+def member(ctx: RunContext, *, number: int, fail: bool = False) -> int:
+    """A member of a group: returns its number squared, or fails."""
+    if fail:
+        raise ValueError(f"member {number} failed")
+    return number * number
+
+
+@job("tests.flows.gather")
+def gather(ctx: RunContext, *, group: str, label: str = "") -> dict[str, Any]:
+    """A group's callback: the group's summary and its members' results, by number."""
+    found = Group.objects.get(pk=group)
+    results = sorted(
+        result for result in found.members.values_list("result", flat=True) if result is not None
+    )
+    return {"label": label, "summary": found.summary(), "results": results}

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 NOW = timedelta(0)
 JOBS = ("shop.checkout", "shop.trial_reminder", "shop.refund")
+ALBUM_JOBS = ("photos.thumbnail", "photos.album_ready")
 
 
 @pytest.fixture
@@ -86,3 +87,30 @@ def test_flows_doc_refund_nobody_approves_expires(
     rehearsal.advance(NOW)
     rehearsal.advance(timedelta(days=3))
     assert fresh(run).result == "expired: nobody approved it in three days"
+
+
+@pytest.fixture
+def album_page() -> Iterator[dict[str, Any]]:
+    """The page's group block, executed (its jobs registered, then unregistered)."""
+    namespace: dict[str, Any] = {}
+    exec(compile(doc_block("flows.md", "def make_album("), "docs/flows.md", "exec"), namespace)
+    yield namespace
+    for name in ALBUM_JOBS:
+        registry.unregister(name)
+
+
+def test_flows_doc_album_calls_back_once_with_every_thumbnail(
+    album_page: dict[str, Any], rehearsal: Rehearsal
+) -> None:
+    group = album_page["make_album"]("summer", [1, 2, 3])
+    again = album_page["make_album"]("summer", [1, 2, 3])
+    assert again.pk == group.pk, "the key makes it one album"
+    rehearsal.advance(NOW)
+    rehearsal.advance(NOW)
+    (callback,) = Run.objects.filter(job="photos.album_ready")
+    assert callback.status == RunStatus.DONE
+    assert callback.result == {
+        "album": "summer",
+        "summary": {"total": 3, "unfinished": 0, "done": 3, "failed": 0, "aborted": 0, "lost": 0},
+        "bytes": 3006,
+    }

@@ -221,3 +221,16 @@ def test_signal_for_needs_the_right_to_steer_the_run_and_is_on_record(
     assert (record.actor, record.details) == (owner, {"signal": "approval"})
     rehearsal.advance(NOW)
     assert fresh(run).result == "yes"
+
+
+@pytest.mark.parametrize("name", ["", "approval#2", "x" * 101])
+def test_wait_for_a_name_no_signal_could_have_fails_the_attempt(
+    rehearsal: Rehearsal, name: str
+) -> None:
+    """A wait that could never end is refused at once, naming the problem."""
+    run = run_of("tests.flows.wait_named", {"signal": name})
+    rehearsal.advance(NOW)
+    failed = fresh(run)
+    assert (failed.status, failed.error_type) == (RunStatus.FAILED, "InvalidSignal")
+    assert failed.error_message.startswith("signal name:")
+    assert not StepRecord.objects.exists()

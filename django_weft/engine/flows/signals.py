@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 from django.db import transaction
 
 from django_weft.exceptions import InvalidSignal, RunFinished, RunNotFound
+from django_weft.jobs.durable import check_signal_name
 from django_weft.jobs.storable import find_unstorable
 from django_weft.live.changes import Changes
 from django_weft.models import Run, RunStatus, Signal
@@ -25,19 +26,10 @@ from django_weft.models import Run, RunStatus, Signal
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
-#: The longest signal name (the column's width).
-SIGNAL_NAME_LENGTH = Signal._meta.get_field("name").max_length or 100
-
 
 def check_signal(name: Any, payload: Any) -> None:
     """Refuse a signal whose name or payload cannot be sent, naming which."""
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidSignal("name", "must be a name that is not blank")
-    if len(name) > SIGNAL_NAME_LENGTH or "#" in name:
-        raise InvalidSignal("name", f'at most {SIGNAL_NAME_LENGTH} characters, and no "#"')
-    found = find_unstorable(name, "name")
-    if found is not None:
-        raise InvalidSignal("name", found.problem)
+    check_signal_name(name)
     try:
         json.dumps(payload)
     except (TypeError, ValueError) as error:

@@ -28,6 +28,7 @@ from django.db import connection, transaction
 from django_weft import tracing
 from django_weft.engine.database import sql
 from django_weft.engine.database.outages import is_outage
+from django_weft.engine.flows.groups import member_ended
 from django_weft.engine.runs.starting import StartRequest, insert_run
 from django_weft.engine.schedules.scheduler import record_on_schedule
 from django_weft.jobs import revisions
@@ -94,10 +95,16 @@ class AttemptReport:
 def is_plain(report: AttemptReport) -> bool:
     """Whether the outcome is the run's last word and nothing else is written with it.
 
-    No finish hook, no schedule to carry it to, no retry: then the finish is one row of
-    a conditional update that all of a round's plain finishes share (:func:`finish_plain`).
+    No finish hook, no schedule to carry it to, no group to count it, no retry, not a
+    wait: then the finish is one row of a conditional update that all of a round's plain
+    finishes share (:func:`finish_plain`).
     """
-    if report.run is None or report.schedule_id is not None or report.status == RunStatus.WAITING:
+    if (
+        report.run is None
+        or report.schedule_id is not None
+        or report.run.group_id is not None
+        or report.status == RunStatus.WAITING
+    ):
         return False
     job = registry.get(report.job) if report.job in registry else None
     return (
@@ -347,6 +354,8 @@ def finish(
         _run_finish_hook(run, now, changes)
         if run.schedule_id is not None:
             record_on_schedule(run, now, changes)
+        if run.group_id is not None:
+            member_ended(run, now=now, changes=changes)
         changes.run(run.pk)
         transaction.on_commit(lambda: _announce(run))
     logger.debug("finished %s run %s: %s", run.job, run.pk, run.status)

@@ -91,6 +91,15 @@ def start_many(requests: Sequence[StartRequest], *, now: datetime) -> list[tuple
                 return _start(items, now)
 
 
+def insert_many(requests: Sequence[StartRequest], *, now: datetime) -> list[Run]:
+    """Write new runs for ``requests`` (none with an idempotency key) into the caller's
+    transaction, as :func:`start_many` writes them: a group's members, which exist only
+    if the group does. Raises as :func:`start_many` does, before writing anything."""
+    items = [_check(index, request) for index, request in enumerate(requests)]
+    assert all(item.key is None for item in items), "keyed runs go through start_many"
+    return [run for run, _ in _start(items, now)]
+
+
 def _check(index: int, request: StartRequest) -> _Item:
     """Item ``index`` checked as a start checks one; InvalidBatchItem naming what is bad."""
     job, owner = request.job, request.owner
@@ -154,6 +163,7 @@ def _new_run(item: _Item, now: datetime) -> Run:
         concurrency_key=item.concurrency_key,
         queue=request.queue,
         not_before=request.not_before,
+        group=request.group,
     )
 
 

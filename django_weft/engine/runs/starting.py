@@ -33,7 +33,7 @@ from django_weft.exceptions import (
 from django_weft.jobs.registry import Job, check_priority
 from django_weft.jobs.revisions import storable
 from django_weft.jobs.storable import find_unstorable
-from django_weft.models import Document, Run, Schedule
+from django_weft.models import Document, Group, Run, Schedule
 from django_weft.signals import run_started
 
 if TYPE_CHECKING:
@@ -63,10 +63,10 @@ class StartRequest:
     start with it gets the run the first one made. ``priority`` and ``queue`` default to
     the job's; ``not_before`` keeps any worker from claiming the run before that moment
     (a task's ``run_after``). ``retry_of`` is the finished run this one retries: the new
-    run links to it and keeps its schedule (not its due, which that run holds). The args
-    are checked when the run is written, against the
-    job's serializer; a priority outside -100..100 is refused here, with a ``ValueError``
-    naming it.
+    run links to it and keeps its schedule (not its due, which that run holds). ``group``
+    makes the run a member of that group (see :mod:`django_weft.engine.flows.groups`).
+    The args are checked when the run is written, against the job's serializer; a
+    priority outside -100..100 is refused here, with a ``ValueError`` naming it.
     """
 
     job: Job
@@ -77,6 +77,7 @@ class StartRequest:
     queue: str | None = None
     not_before: datetime | None = None
     retry_of: Run | None = None
+    group: Group | None = None
 
     def __post_init__(self) -> None:
         if self.priority is not None:
@@ -177,6 +178,7 @@ def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Ru
         queue=request.queue,
         not_before=request.not_before,
         retry_of=request.retry_of,
+        group=request.group,
     )
     # Only a keyed start can lose an insert race it must survive (by returning the
     # winner), so only it pays for a savepoint; a schedule's fire has its own.
@@ -231,6 +233,7 @@ def new_run(
     queue: str | None = None,
     not_before: datetime | None = None,
     retry_of: Run | None = None,
+    group: Group | None = None,
 ) -> Run:
     """The unsaved row of a new run of ``job`` with already validated ``stored`` args.
 
@@ -259,6 +262,7 @@ def new_run(
         task_backend=job.task_backend,
         run_after=not_before,
         retry_at=not_before,
+        group=group,
     )
 
 

@@ -1,0 +1,193 @@
+"""Groups: many runs started together, and a callback once the last of them ended.
+
+A group is a row (:class:`~django_weft.models.Group`) with counters. Its members are
+ordinary runs pointing at it; each member's finish (:func:`member_ended`, called by the
+finish step in its transaction) takes one from ``unfinished`` and adds one to its
+outcome, under the group's row lock. The transaction that takes ``unfinished`` to zero
+in a sealed group starts the callback, in the same transaction: exactly once, however
+many workers finish members at the same moment, and not at all if that finish rolls
+back (it is then done again with the retried finish). A retried member has not ended:
+only its last attempt counts.
+
+A group may be built in batches: :func:`start_group` with ``sealed=False``, then
+:func:`add_members` as often as needed, then :func:`seal`. Until it is sealed its
+callback does not start, even when every member so far has ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from django_weft.engine.runs.bulk_starting import insert_many
+from django_weft.engine.runs.starting import StartRequest, insert_run, scoped_key
+from django_weft.exceptions import GroupClosed, InvalidBatchItem
+from django_weft.jobs.registry import Job, registry
+from django_weft.live.changes import Changes
+from django_weft.models import Group, GroupCondition, Run, RunStatus
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+#: The outcome counter each way a member can end adds to.
+COUNTERS = {
+    RunStatus.DONE: "done",
+    RunStatus.FAILED: "failed",
+    RunStatus.ABORTED: "aborted",
+    RunStatus.LOST: "lost",
+}
+
+
+@dataclass(frozen=True)
+class Callback:
+    """A job a group starts when it ends, with args of its own; the callback run gets
+    the group's id as its ``group`` arg besides them."""
+
+    job: Job
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+
+def start_group(
+    members: Sequence[StartRequest],
+    *,
+    now: datetime,
+    changes: Changes,
+    owner: AbstractBaseUser | None = None,
+    name: str = "",
+    callback: Callback | None = None,
+    on_failure: Callback | None = None,
+    condition: GroupCondition = GroupCondition.ALL_ENDED,
+    key: str | None = None,
+    sealed: bool = True,
+) -> tuple[Group, bool]:
+    """Start ``members`` as one group, and the group itself, in one transaction: all of
+    it or nothing. The members are ``owner``'s. With ``key``, a group started before
+    with that key (the owner's own) is returned as it is, and False.
+
+    Raises what a start refuses (bad args, a concurrency limit), naming the member,
+    before anything is written.
+    """
+    stored_key = None if key is None else scoped_key(key, owner)
+    with transaction.atomic():
+        if stored_key is not None:
+            existing = Group.objects.filter(idempotency_key=stored_key).first()
+            if existing is not None:
+                return existing, False
+        group = Group(
+            name=name,
+            owner=cast(Any, owner),
+            idempotency_key=stored_key,
+            condition=condition,
+            callback_job=callback.job.name if callback is not None else "",
+            callback_args=_callback_args(callback, owner),
+            failure_job=on_failure.job.name if on_failure is not None else "",
+            failure_args=_callback_args(on_failure, owner),
+            created_at=now,
+        )
+        try:
+            with transaction.atomic():
+                group.save(force_insert=True)
+        except IntegrityError:
+            existing = Group.objects.filter(idempotency_key=stored_key).first()
+            if stored_key is None or existing is None:
+                raise
+            return existing, False
+        _add(group, members, now, changes)
+        if sealed:
+            seal(group, now=now, changes=changes)
+    return group, True
+
+
+def add_members(
+    group: Group, members: Sequence[StartRequest], *, now: datetime, changes: Changes
+) -> list[Run]:
+    """Start ``members`` into ``group``, which must still be open (:class:`GroupClosed`
+    otherwise), in one transaction."""
+    with transaction.atomic():
+        locked = Group.objects.select_for_update().get(pk=group.pk)
+        if locked.is_sealed:
+            raise GroupClosed(group.pk)
+        runs = _add(locked, members, now, changes)
+    group.refresh_from_db()
+    return runs
+
+
+def seal(group: Group, *, now: datetime, changes: Changes) -> bool:
+    """Seal ``group``: it takes no more members, and if every member has ended already,
+    it ends now (its callback starts). False if it was sealed before."""
+    with transaction.atomic():
+        sealed = Group.objects.filter(pk=group.pk, sealed_at__isnull=True).update(sealed_at=now)
+        if sealed:
+            locked = Group.objects.select_for_update().get(pk=group.pk)
+            if locked.unfinished == 0:
+                _end(locked, now, changes)
+    group.refresh_from_db()
+    return bool(sealed)
+
+
+def member_ended(run: Run, *, now: datetime, changes: Changes) -> None:
+    """Count the end of ``run``, a member of a group, in the caller's (the finish's)
+    transaction; the last member of a sealed group ends it."""
+    counter = COUNTERS.get(RunStatus(run.status))
+    if counter is None or run.group_id is None:
+        return
+    Group.objects.filter(pk=run.group_id).update(
+        unfinished=F("unfinished") - 1, **{counter: F(counter) + 1}
+    )
+    # The update holds the row's lock until the finish commits: the finish that reads
+    # zero here is the only one that does.
+    group = Group.objects.get(pk=run.group_id)
+    if group.unfinished == 0 and group.is_sealed and not group.has_ended:
+        _end(group, now, changes)
+
+
+def _add(
+    group: Group, members: Sequence[StartRequest], now: datetime, changes: Changes
+) -> list[Run]:
+    for index, member in enumerate(members):
+        if member.key is not None:
+            problem = "a group's members take no idempotency key: the group's key is theirs"
+            raise InvalidBatchItem(index, {"key": [problem]}, ValueError(problem))
+    requests = [
+        replace(member, group=group, owner=member.owner or group.owner) for member in members
+    ]
+    runs = insert_many(requests, now=now)
+    Group.objects.filter(pk=group.pk).update(
+        total=F("total") + len(runs), unfinished=F("unfinished") + len(runs)
+    )
+    for run in runs:
+        changes.run(run.pk)
+    return runs
+
+
+def _end(group: Group, now: datetime, changes: Changes) -> None:
+    """End ``group`` (its row locked by the caller): mark it, and start its callback."""
+    Group.objects.filter(pk=group.pk).update(ended_at=now)
+    failed = group.failed + group.aborted + group.lost > 0
+    use_failure = group.condition == GroupCondition.ALL_DONE and failed
+    job_name = group.failure_job if use_failure else group.callback_job
+    if not job_name:
+        return
+    args = group.failure_args if use_failure else group.callback_args
+    callback = insert_run(
+        StartRequest(registry.get(job_name), {**args, "group": str(group.pk)}, owner=group.owner),
+        now=now,
+    )
+    Group.objects.filter(pk=group.pk).update(callback_run=callback)
+    changes.run(callback.pk)
+
+
+def _callback_args(callback: Callback | None, owner: AbstractBaseUser | None) -> dict[str, Any]:
+    """The callback's args as stored, checked now (with the ``group`` arg it will get),
+    so that a group whose callback could never start is refused before it begins."""
+    if callback is None:
+        return {}
+    probe = {**callback.args, "group": "00000000-0000-4000-8000-000000000000"}
+    stored = callback.job.validate_args(probe, owner=owner)
+    stored.pop("group", None)
+    return stored
