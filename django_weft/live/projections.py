@@ -16,7 +16,7 @@ from typing import Any
 
 from django_weft.access import User, sees_run_in_full
 from django_weft.jobs.registry import registry
-from django_weft.models import Document, Run, RunStatus
+from django_weft.models import Document, Group, Run, RunStatus
 from django_weft.models.schedule import PLAN_FIELDS
 
 #: The keys of each view, in order; the API's schema describes the same ones.
@@ -151,3 +151,39 @@ def document(document: Document) -> dict[str, Any]:
 def state(document: Document, run_id: object) -> dict[str, Any]:
     """A run's state document as the run's full watchers see a change of it."""
     return {"run": str(run_id), "revision": document.revision, "state": document.data}
+
+
+def guest_group(group: Group) -> dict[str, Any]:
+    """A group as anyone signed in sees it: what it is for, how far it got, and the run
+    its end started; not its callbacks' args. Reads ``owner``."""
+    return {
+        "id": str(group.pk),
+        "name": group.name,
+        "owner": group.owner.get_username() if group.owner is not None else None,
+        "condition": group.condition,
+        "sealed": group.is_sealed,
+        "ended": group.has_ended,
+        **group.summary(),
+        "callback_run": str(group.callback_run_id) if group.callback_run_id else None,
+        "created_at": moment(group.created_at),
+        "sealed_at": moment(group.sealed_at),
+        "ended_at": moment(group.ended_at),
+    }
+
+
+def owner_group(group: Group) -> dict[str, Any]:
+    """A group as its owner (or an operator) sees it: its callbacks, with their args."""
+    return {
+        **guest_group(group),
+        "callback": {"job": group.callback_job, "args": group.callback_args}
+        if group.callback_job
+        else None,
+        "on_failure": {"job": group.failure_job, "args": group.failure_args}
+        if group.failure_job
+        else None,
+    }
+
+
+def group_for(user: User, group: Group) -> dict[str, Any]:
+    """``group`` in the view ``user`` gets: in full for its owner and operators."""
+    return owner_group(group) if sees_run_in_full(user, group) else guest_group(group)

@@ -55,15 +55,21 @@ from django_weft.operations.bulk import (
 )
 from django_weft.operations.documents import change_document, open_document
 from django_weft.operations.groups import (
+    GROUP_FIELDS,
+    MAX_MEMBERS_PER_REQUEST,
+    GroupRequest,
     abort_group,
     abort_group_for,
     add_to_group,
     add_to_group_for,
     astart_group,
+    parse_group,
+    parse_members,
     seal_group,
     seal_group_for,
     start_group,
     start_group_for,
+    start_requested_group_for,
 )
 from django_weft.operations.modules import approve_module_for, delete_module_for, save_module_for
 from django_weft.operations.queues import pause_queue_for, resume_queue_for
@@ -110,8 +116,10 @@ from django_weft.operations.signals import (
 
 __all__ = [
     "BULK_ACTIONS",
+    "GROUP_FIELDS",
     "JOB_NAME_LENGTH",
     "MAX_BULK_IDS",
+    "MAX_MEMBERS_PER_REQUEST",
     "QUEUE_NAME_LENGTH",
     "REFUSALS",
     "REQUEST_ID_LENGTH",
@@ -119,6 +127,7 @@ __all__ = [
     "START_FIELDS",
     "WHAT_RUNS",
     "BulkResult",
+    "GroupRequest",
     "StartRequest",
     "aabort",
     "abort",
@@ -144,7 +153,9 @@ __all__ = [
     "entry_point",
     "open_document",
     "parse_action",
+    "parse_group",
     "parse_ids",
+    "parse_members",
     "parse_signal",
     "parse_start",
     "pause_queue_for",
@@ -170,4 +181,5 @@ __all__ = [
     "start_many_for",
     "start_many_or_get",
     "start_or_get",
+    "start_requested_group_for",
 ]

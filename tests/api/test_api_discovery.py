@@ -91,6 +91,7 @@ def test_api_root_lists_every_endpoint_for_anyone() -> None:
     assert response.json() == {
         "runs": "http://testserver/api/weft/runs/",
         "schedules": "http://testserver/api/weft/schedules/",
+        "groups": "http://testserver/api/weft/groups/",
         "schema": "http://testserver/api/weft/schema/",
         "swagger-ui": "http://testserver/api/weft/schema/swagger-ui/",
         "redoc": "http://testserver/api/weft/schema/redoc/",
@@ -209,6 +210,7 @@ def pages(schedule: Schedule, run: Run) -> list[str]:
         "/api/weft/schedules/",
         f"/api/weft/schedules/{schedule.pk}/",
         f"/api/weft/schedules/{schedule.pk}/run-now/",
+        "/api/weft/groups/",
         SCHEMA,
         SWAGGER,
         REDOC,

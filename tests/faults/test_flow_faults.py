@@ -1,6 +1,7 @@
-"""Durable steps and waits through what production does to them, with real ``runjobs``
-processes on a throwaway PostgreSQL: a worker SIGKILLed after a recorded step, a waiting
-run and its signal through a database restart."""
+"""Flows through what production does to them, with real ``runjobs`` processes on a
+throwaway PostgreSQL: a worker SIGKILLed after a recorded step, a waiting run and its
+signal through a database restart, a 1,000-member group through a killed worker and a
+database restart."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ from collections.abc import Callable
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.db.models import Count
 from django.test import Client
 
+from django_weft.engine.flows.groups import Callback
+from django_weft.engine.runs.starting import StartRequest
 from django_weft.jobs.registry import registry
 from django_weft.models import Run, RunStatus, Signal
-from django_weft.operations import start
+from django_weft.operations import start, start_group
 from tests.faults.conftest import reachable
 from tests.faults.servers import PostgresCluster
 from tests.flows.jobs import calls
@@ -76,3 +80,57 @@ def test_waiting_run_and_its_signal_through_a_database_restart(
     )
     assert calls(run.pk) == {"body": 2}
     assert worker.poll() is None, worker.output()
+
+
+def test_thousand_member_group_through_a_killed_worker_and_a_database_restart(
+    postgres: PostgresCluster, start_runjobs: Callable[..., Runjobs]
+) -> None:
+    """Four workers drain a 1,000-member group; one is SIGKILLed midway and the database
+    restarts: every member ends once, the callback starts exactly once, after the last
+    member, and the summary it reads is right."""
+    job = registry.get("tests.flows.slow_member")
+    group = start_group(
+        [StartRequest(job, {"number": n}) for n in range(1000)],
+        callback=Callback(registry.get("tests.flows.gather"), {"label": "thousand"}),
+    )
+    members = Run.objects.filter(group=group)
+    workers = [start_runjobs("--concurrency", "4") for _ in range(4)]
+    wait_for(lambda: members.filter(status="done").count() >= 200, what="the group under way")
+    workers[0].send_signal(signal.SIGKILL)
+    workers[0].finish()
+    wait_for(lambda: members.filter(status="done").count() >= 400, what="more members done")
+    postgres.restart("fast")
+    wait_for(reachable, what="this process to reach the database again")
+
+    wait_for(
+        lambda: Run.objects.filter(job="tests.flows.gather").exists(),
+        timeout=300,
+        what="the callback",
+    )
+    wait_for(
+        lambda: Run.objects.get(job="tests.flows.gather").is_finished,
+        timeout=120,
+        what="the callback to finish",
+    )
+    assert not members.unfinished().exists()
+    statuses = dict(members.values_list("status").annotate(count=Count("pk")))
+    assert set(statuses) == {RunStatus.DONE}, statuses
+    group.refresh_from_db()
+    assert group.summary() == {
+        "total": 1000,
+        "unfinished": 0,
+        "done": 1000,
+        "failed": 0,
+        "aborted": 0,
+        "lost": 0,
+    }
+    (callback,) = Run.objects.filter(job="tests.flows.gather")
+    assert group.callback_run_id == callback.pk
+    assert callback.status == RunStatus.DONE, callback.error_message
+    assert callback.result["summary"] == group.summary()
+    assert callback.result["results"] == list(range(1000))
+    last = members.order_by("-finished_at").values_list("finished_at", flat=True).first()
+    assert last is not None
+    assert callback.created_at >= last, "the callback started with the last member's finish"
+    for worker in workers[1:]:
+        assert worker.poll() is None, worker.output()

@@ -113,3 +113,13 @@ def gather(ctx: RunContext, *, group: str, label: str = "") -> dict[str, Any]:
         result for result in found.members.values_list("result", flat=True) if result is not None
     )
     return {"label": label, "summary": found.summary(), "results": results}
+
+
+@job(
+    "tests.flows.slow_member",
+    retry=Retry(max_attempts=3, backoff=0, jitter=0, on=frozenset({"lost"})),
+)
+def slow_member(ctx: RunContext, *, number: int) -> int:
+    """A member that takes a moment (abort-aware), retried when its worker is lost."""
+    ctx.sleep(0.01)
+    return number
