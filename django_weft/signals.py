@@ -21,6 +21,11 @@ schedule_failed = Signal()
 #: aborted, lost).
 run_finished = Signal()
 
+#: A group ended: its last member ended in a sealed group, and its callback (if any)
+#: was started in the same transaction. Sent with ``group`` (the row as it ended) and
+#: ``outcome``: ``"done"`` when every member ended done, else ``"failed"``.
+group_ended = Signal()
+
 #: A run was started (its row committed): by a call, the API, a schedule's fire, a finish
 #: hook. Sent with ``run`` (the row as written, ``status`` queued). A fire's run has
 #: ``schedule_id`` and ``due`` set, so its lateness is ``run.created_at - run.due``.

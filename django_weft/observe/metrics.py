@@ -38,6 +38,7 @@ from prometheus_client.registry import Collector
 from django_weft.models import Run
 from django_weft.observe import gauges
 from django_weft.signals import (
+    group_ended,
     outage_ended,
     outage_started,
     run_finished,
@@ -65,6 +66,13 @@ RUNS_FINISHED = Counter(
     "weft_runs_finished",
     "Runs this process finished, by job and final status (done, failed, aborted, lost).",
     ["job", "status"],
+    registry=REGISTRY,
+)
+GROUPS_ENDED = Counter(
+    "weft_groups_ended",
+    "Groups whose last member this process finished, by outcome (done: every member "
+    "done; failed: any other).",
+    ["outcome"],
     registry=REGISTRY,
 )
 RUN_DURATION = Histogram(
@@ -226,10 +234,15 @@ def count_sandbox_call(sender: Any, outcome: str, seconds: float, **kwargs: Any)
     SANDBOX_SECONDS.observe(seconds)
 
 
+def count_group_ended(sender: Any, outcome: str, **kwargs: Any) -> None:
+    GROUPS_ENDED.labels(outcome=outcome).inc()
+
+
 def connect() -> None:
     """Count weft's signals from now on (called once, when the app is ready)."""
     run_started.connect(count_started, dispatch_uid="django_weft.metrics.started")
     run_finished.connect(count_finished, dispatch_uid="django_weft.metrics.finished")
+    group_ended.connect(count_group_ended, dispatch_uid="django_weft.metrics.group_ended")
     outage_started.connect(count_outage, dispatch_uid="django_weft.metrics.outage")
     outage_ended.connect(count_outage_end, dispatch_uid="django_weft.metrics.outage_end")
     sandbox_called.connect(count_sandbox_call, dispatch_uid="django_weft.metrics.sandbox")

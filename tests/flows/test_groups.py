@@ -24,6 +24,7 @@ from django_weft.operations import (
     start_group_for,
 )
 from django_weft.testing import Rehearsal
+from tests.observe.conftest import scrape, value
 from tests.threads import together
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -184,3 +185,16 @@ def test_group_for_needs_add_run_and_is_on_record() -> None:
     start_group_for(owner, members(1, 2), key="once")
     assert AuditRecord.objects.filter(action=AuditAction.GROUP_START).count() == 2
     assert group.owner == owner
+
+
+def test_group_end_is_counted_by_outcome_for_the_metrics(rehearsal: Rehearsal) -> None:
+    before = scrape()
+    start_group(members(1, 2))
+    start_group(members(3, failing=(3,)))
+    rehearsal.advance(NOW)
+    after = scrape()
+    for outcome in ("done", "failed"):
+        grew = value(after, "weft_groups_ended_total", outcome=outcome) - value(
+            before, "weft_groups_ended_total", outcome=outcome
+        )
+        assert grew == 1, outcome

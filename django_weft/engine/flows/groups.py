@@ -16,9 +16,11 @@ callback does not start, even when every member so far has ended.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from django.db import IntegrityError, transaction
@@ -30,6 +32,7 @@ from django_weft.exceptions import GroupClosed, InvalidBatchItem
 from django_weft.jobs.registry import Job, registry
 from django_weft.live.changes import Changes
 from django_weft.models import Group, GroupCondition, Run, RunStatus
+from django_weft.signals import group_ended
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -169,6 +172,7 @@ def _end(group: Group, now: datetime, changes: Changes) -> None:
     """End ``group`` (its row locked by the caller): mark it, and start its callback."""
     Group.objects.filter(pk=group.pk).update(ended_at=now)
     failed = group.failed + group.aborted + group.lost > 0
+    transaction.on_commit(partial(_announce, group.pk, "failed" if failed else "done"))
     use_failure = group.condition == GroupCondition.ALL_DONE and failed
     job_name = group.failure_job if use_failure else group.callback_job
     if not job_name:
@@ -191,3 +195,9 @@ def _callback_args(callback: Callback | None, owner: AbstractBaseUser | None) ->
     stored = callback.job.validate_args(probe, owner=owner)
     stored.pop("group", None)
     return stored
+
+
+def _announce(group_id: uuid.UUID, outcome: str) -> None:
+    ended = Group.objects.filter(pk=group_id).first()
+    if ended is not None:
+        group_ended.send_robust(sender=Group, group=ended, outcome=outcome)
