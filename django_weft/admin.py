@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from django_weft.console.audit import AuditRecordAdmin
+from django_weft.console.groups import GroupAdmin
 from django_weft.console.overview_page import OverviewAdmin
 from django_weft.console.records import DocumentAdmin, WorkerProcessAdmin
 from django_weft.console.runs import RunAdmin
@@ -17,6 +18,7 @@ from django_weft.console.stored_modules import ModuleAdmin
 from django_weft.models import (
     AuditRecord,
     Document,
+    Group,
     Module,
     Overview,
     Run,
@@ -26,6 +28,7 @@ from django_weft.models import (
 
 admin.site.register(Schedule, ScheduleAdmin)
 admin.site.register(Run, RunAdmin)
+admin.site.register(Group, GroupAdmin)
 admin.site.register(Overview, OverviewAdmin)
 admin.site.register(Document, DocumentAdmin)
 admin.site.register(WorkerProcess, WorkerProcessAdmin)

@@ -70,6 +70,9 @@ class RunGuestSerializer(serializers.Serializer[Run]):
         allow_null=True,
         help_text="When a waiting run goes on by itself: its sleep ends, or its wait times out.",
     )
+    group = serializers.UUIDField(
+        read_only=True, allow_null=True, help_text="The group the run is a member of."
+    )
     version = serializers.IntegerField(
         read_only=True, help_text="1 when started, one more at every change of the run."
     )

@@ -52,6 +52,7 @@ GUEST_RUN_KEYS = (
     "finished_at",
     "waiting_for",
     "wake_at",
+    "group",
     "version",
 )
 OWNER_RUN_KEYS = (
@@ -108,6 +109,8 @@ def guest_run(run: Run) -> dict[str, Any]:
         # with a timeout). Why it waits is no secret of its owner's, unlike its output.
         "waiting_for": run.awaiting or None,
         "wake_at": moment(run.wake_at),
+        # The group the run is a member of: which runs exist together is no secret.
+        "group": str(run.group_id) if run.group_id is not None else None,
         # Frames of one run may arrive out of order (two processes publish it): the
         # client keeps the one with the highest version.
         "version": run.version,
