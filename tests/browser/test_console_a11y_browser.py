@@ -26,6 +26,7 @@ from django.test import TransactionTestCase
 from django.urls import reverse
 from playwright.sync_api import Browser, Page
 
+from django_weft.engine.runs.starting import StartRequest
 from django_weft.models import (
     AuditRecord,
     Document,
@@ -35,7 +36,7 @@ from django_weft.models import (
     Schedule,
     WorkerProcess,
 )
-from django_weft.operations import pause_queue_for, start
+from django_weft.operations import pause_queue_for, start, start_group
 from tests.browsers import admin_page, console_server
 from tests.databases import delete_rows, last_ids
 from tests.jobs import broken, build, noop
@@ -176,9 +177,11 @@ def console_runs(root: Any, schedule: Schedule, module: Module) -> dict[str, str
         Run.objects.filter(pk=start(noop).pk).update(
             job=job, queue=queue, status=RunStatus.DONE, owner=root
         )
+    group = start_group([StartRequest(noop) for _ in range(3)], name="thumbnails of an album")
     return {
         "schedule": str(schedule.pk),
         "run": str(done.pk),
+        "group": str(group.pk),
         "module": str(module.pk),
         "document": str(Document.objects.get(run=done).pk),
         "workerprocess": str(WorkerProcess.objects.get().pk),
