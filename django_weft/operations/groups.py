@@ -235,11 +235,14 @@ def abort_group(group: Group) -> int:
     changes = Changes()
     now = clocks.now()
     with transaction.atomic():
-        groups.seal(group, now=now, changes=changes)
-        asked = sum(
-            finishing.abort(run, now=now, changes=changes)
-            for run in Run.objects.filter(group=group).unfinished().order_by("created_at", "pk")
+        # The members' rows first, then the group's (the seal, each member's end): the
+        # order a worker's finish takes them in, so that the two never wait for each
+        # other in a circle.
+        members = list(
+            Run.objects.select_for_update().filter(group=group).unfinished().order_by("pk")
         )
+        groups.seal(group, now=now, changes=changes)
+        asked = sum(finishing.abort(run, now=now, changes=changes) for run in members)
     publisher.publish(changes)
     group.refresh_from_db()
     return asked
