@@ -8,7 +8,7 @@ so that what the job author imports does not reach into the engine that runs it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -76,3 +76,18 @@ class FinishContext(Protocol):
         ``job`` is typed ``Any`` because the registry types its hooks with this protocol:
         naming ``Job`` here would tie the two modules in a loop.
         """
+
+    def start_group(
+        self,
+        members: Sequence[Any],
+        *,
+        callback: Any = None,
+        on_failure: Any = None,
+        condition: str = "all_ended",
+        name: str = "",
+        key: str | None = None,
+        owner: AbstractBaseUser | None = None,
+    ) -> Any:
+        """Start a group of runs (``StartRequest`` members, a ``Callback`` or two; see
+        docs/flows.md); it exists only if this finish commits. The owner defaults to the
+        finishing run's. Returns the :class:`~django_weft.models.Group`."""

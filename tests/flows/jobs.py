@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django_weft.engine.flows.groups import Callback
+from django_weft.engine.runs.starting import StartRequest
 from django_weft.exceptions import SignalTimeout
 from django_weft.jobs.context import RunContext
+from django_weft.jobs.outcomes import FinishContext, Outcome
 from django_weft.jobs.registry import job
 from django_weft.jobs.retries import Retry
 from django_weft.jobs.revisions import change_document, open_document
@@ -123,3 +126,18 @@ def slow_member(ctx: RunContext, *, number: int) -> int:
     """A member that takes a moment (abort-aware), retried when its worker is lost."""
     ctx.sleep(0.01)
     return number
+
+
+@job("tests.flows.fan_out")
+def fan_out(ctx: RunContext, *, count: int) -> int:
+    """Its finish hook starts a group of ``count`` members, gathered by a callback."""
+    return count
+
+
+@fan_out.finish
+def fan_out_finished(outcome: Outcome, tx: FinishContext) -> None:
+    tx.start_group(
+        [StartRequest(member, {"number": n}) for n in range(outcome.result)],
+        callback=Callback(gather, {"label": "from a hook"}),
+        name=f"fan-out of run {outcome.run.pk}",
+    )

@@ -20,6 +20,7 @@ from django_weft.operations import (
     abort_group,
     add_to_group,
     seal_group,
+    start,
     start_group,
     start_group_for,
 )
@@ -198,3 +199,15 @@ def test_group_end_is_counted_by_outcome_for_the_metrics(rehearsal: Rehearsal) -
             before, "weft_groups_ended_total", outcome=outcome
         )
         assert grew == 1, outcome
+
+
+def test_finish_hook_starts_a_group_with_its_outcome(rehearsal: Rehearsal) -> None:
+    """A group started by a finish hook exists once that finish commits, owned as the
+    finishing run is."""
+    run = start(registry.get("tests.flows.fan_out"), {"count": 3})
+    rehearsal.advance(NOW)
+    (group,) = Group.objects.all()
+    assert (group.total, group.name) == (3, f"fan-out of run {run.pk}")
+    rehearsal.advance(NOW)
+    rehearsal.advance(NOW)
+    assert callback_of(group).result["results"] == [0, 1, 4]

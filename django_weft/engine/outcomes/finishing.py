@@ -28,7 +28,7 @@ from django.db import connection, transaction
 from django_weft import tracing
 from django_weft.engine.database import sql
 from django_weft.engine.database.outages import is_outage
-from django_weft.engine.flows.groups import member_ended
+from django_weft.engine.flows.groups import Callback, member_ended, start_group
 from django_weft.engine.runs.starting import StartRequest, insert_run
 from django_weft.engine.schedules.scheduler import record_on_schedule
 from django_weft.jobs import revisions
@@ -37,7 +37,7 @@ from django_weft.jobs.registry import Job, registry
 from django_weft.jobs.revisions import Change
 from django_weft.jobs.tracebacks import ErrorRecord, record_error
 from django_weft.live.changes import Changes
-from django_weft.models import Attempt, Document, Run, RunStatus, Schedule
+from django_weft.models import Attempt, Document, Group, GroupCondition, Run, RunStatus, Schedule
 from django_weft.models.run import UNCLAIMED
 from django_weft.signals import run_finished, schedule_failed
 
@@ -405,6 +405,32 @@ class Finish:
         run = insert_run(request, now=self.now)
         self._changes.run(run.pk)
         return run
+
+    def start_group(
+        self,
+        members: Sequence[StartRequest],
+        *,
+        callback: Callback | None = None,
+        on_failure: Callback | None = None,
+        condition: str = GroupCondition.ALL_ENDED,
+        name: str = "",
+        key: str | None = None,
+        owner: AbstractBaseUser | None = None,
+    ) -> Group:
+        """Start a group of runs; it exists only if this finish commits."""
+        chosen = owner if owner is not None else self.run.owner
+        group, _started = start_group(
+            members,
+            now=self.now,
+            changes=self._changes,
+            owner=chosen,
+            name=name,
+            callback=callback,
+            on_failure=on_failure,
+            condition=GroupCondition(condition),
+            key=key,
+        )
+        return group
 
 
 def _run_finish_hook(run: Run, now: datetime, changes: Changes) -> None:
