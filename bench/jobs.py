@@ -11,11 +11,18 @@ from rest_framework import serializers
 from django_weft.exceptions import RunAborted
 from django_weft.jobs.context import RunContext
 from django_weft.jobs.registry import job
+from django_weft.models import Group
 
 
 @job("bench.noop")
 def noop(ctx: RunContext) -> None:
     """Does nothing: what is measured is the machinery around it."""
+
+
+@job("bench.gathered")
+def gathered(ctx: RunContext, *, group: str) -> int:
+    """A group's callback: how many of its members ended done (one read of its row)."""
+    return Group.objects.get(pk=group).done
 
 
 class SleepArgs(serializers.Serializer[Any]):
