@@ -2,7 +2,7 @@
 
 A hook is written ``def finished(outcome: Outcome, tx: FinishContext) -> None``.
 :class:`FinishContext` is a protocol, the promise the hook is typed against; the engine
-hands it the finish step's own object (:class:`django_weft.engine.outcomes.finishing.Finish`),
+hands it the finish step's own object (:class:`django_weft.engine.outcomes.hooks.Finish`),
 so that what the job author imports does not reach into the engine that runs it.
 """
 

@@ -3,11 +3,12 @@
 An attempt that ends reports an :class:`AttemptReport`. :func:`record_attempt` turns it
 into either a retry (the run goes back to the queue, the attempt is kept as an
 :class:`~django_weft.models.Attempt`) or the run's outcome (:func:`finish`, with the
-job's finish hook and the schedule's last-run record in the same transaction).
+job's finish hook (:mod:`~django_weft.engine.outcomes.hooks`), the schedule's last-run
+record and the group's count in the same transaction).
 
 Every write here is conditional on who owns the run: a running run is finished only by
-the worker that claimed it, for the attempt it claimed; a queued run (no owner yet) only
-while it is still queued. The row count says who won, so an outcome is recorded once
+the worker that claimed it, for the attempt it claimed; a run no worker holds (queued or
+waiting) only while it still is. The row count says who won, so an outcome is recorded once
 however many workers try, and a worker that was declared dead cannot overwrite what
 another recorded.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -27,22 +28,18 @@ from django.db import connection, transaction
 
 from django_weft import tracing
 from django_weft.engine.database import sql
-from django_weft.engine.database.outages import is_outage
-from django_weft.engine.flows.groups import Callback, member_ended, start_group
-from django_weft.engine.runs.starting import StartRequest, insert_run
+from django_weft.engine.flows.groups import member_ended
+from django_weft.engine.outcomes.hooks import run_finish_hook
 from django_weft.engine.schedules.scheduler import record_on_schedule
-from django_weft.jobs import revisions
-from django_weft.jobs.outcomes import Outcome
-from django_weft.jobs.registry import Job, registry
-from django_weft.jobs.revisions import Change
-from django_weft.jobs.tracebacks import ErrorRecord, record_error
+from django_weft.jobs.registry import registry
+from django_weft.jobs.tracebacks import ErrorRecord
 from django_weft.live.changes import Changes
-from django_weft.models import Attempt, Document, Group, GroupCondition, Run, RunStatus, Schedule
+from django_weft.models import Attempt, Run, RunStatus, Schedule
 from django_weft.models.run import UNCLAIMED
 from django_weft.signals import run_finished, schedule_failed
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    pass
 
 logger = logging.getLogger("django_weft.runs")
 
@@ -351,7 +348,7 @@ def finish(
             log_late(run_id, claim)
             return None
         run = Run.objects.select_related("state", "owner").get(pk=run_id)
-        _run_finish_hook(run, now, changes)
+        run_finish_hook(run, now, changes)
         if run.schedule_id is not None:
             record_on_schedule(run, now, changes)
         if run.group_id is not None:
@@ -360,120 +357,6 @@ def finish(
         transaction.on_commit(lambda: _announce(run))
     logger.debug("finished %s run %s: %s", run.job, run.pk, run.status)
     return run
-
-
-class Finish:
-    """The finish transaction a hook works in: the engine's
-    :class:`~django_weft.jobs.outcomes.FinishContext`.
-
-    What the hook changes or starts is written in the finish step's transaction and
-    noted in its :class:`~django_weft.live.changes.Changes`, so it commits (and is
-    announced) with the outcome, or not at all.
-    """
-
-    def __init__(self, *, run: Run, now: datetime, changes: Changes) -> None:
-        self.run = run
-        self.now = now
-        self._changes = changes
-
-    def document(
-        self,
-        key: str,
-        *,
-        schema: str,
-        version: int = 1,
-        initial: Callable[[], dict[str, Any]] = dict,
-    ) -> Document:
-        return revisions.open_document(key, schema=schema, version=version, initial=initial)
-
-    def change(self, document: Document, change: Change) -> Document:
-        changed = revisions.change_document(document, change)
-        self._changes.document(changed.pk)
-        return changed
-
-    def start(
-        self,
-        job: Job,
-        args: Mapping[str, Any] | None = None,
-        *,
-        key: str | None = None,
-        owner: AbstractBaseUser | None = None,
-    ) -> Run:
-        """Start another job; it exists only if this finish commits."""
-        chosen = owner if owner is not None else self.run.owner
-        request = StartRequest(job, args, key=key, owner=chosen)
-        run = insert_run(request, now=self.now)
-        self._changes.run(run.pk)
-        return run
-
-    def start_group(
-        self,
-        members: Sequence[StartRequest],
-        *,
-        callback: Callback | None = None,
-        on_failure: Callback | None = None,
-        condition: str = GroupCondition.ALL_ENDED,
-        name: str = "",
-        key: str | None = None,
-        owner: AbstractBaseUser | None = None,
-    ) -> Group:
-        """Start a group of runs; it exists only if this finish commits."""
-        chosen = owner if owner is not None else self.run.owner
-        group, _started = start_group(
-            members,
-            now=self.now,
-            changes=self._changes,
-            owner=chosen,
-            name=name,
-            callback=callback,
-            on_failure=on_failure,
-            condition=GroupCondition(condition),
-            key=key,
-        )
-        return group
-
-
-def _run_finish_hook(run: Run, now: datetime, changes: Changes) -> None:
-    job = registry.get(run.job) if run.job in registry else None
-    if job is None or job.finish_hook is None:
-        return
-    outcome = Outcome(
-        kind=str(run.status),
-        run=run,
-        args=run.args,
-        state=run.state.data if run.state is not None else None,
-        result=run.result,
-        error_type=run.error_type,
-        error_message=run.error_message,
-    )
-    try:
-        with transaction.atomic():
-            job.finish_hook(outcome, Finish(run=run, now=now, changes=changes))
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as error:
-        if is_outage(error):
-            # The database failed the hook, not the hook's code: the whole finish rolls
-            # back and is tried again once the database is back, the hook with it.
-            raise
-        logger.exception("finish hook of %s run %s failed", run.job, run.pk)
-        hook = record_error(error)
-        failure = f"finish hook failed: {hook.type}: {hook.message}"
-        if run.status == RunStatus.DONE:
-            run.status, run.error_type, run.error_message = RunStatus.FAILED, hook.type, failure
-            run.error_class_path = hook.class_path
-        else:
-            run.error_message = f"{run.error_message}; {failure}" if run.error_message else failure
-        run.error_traceback = "\n".join(filter(None, [run.error_traceback, hook.traceback]))
-        run.save(
-            update_fields=[
-                "status",
-                "error_type",
-                "error_class_path",
-                "error_message",
-                "error_traceback",
-            ]
-        )
 
 
 def _finish_span(run_id: uuid.UUID, status: RunStatus) -> AbstractContextManager[tracing.Span]:
