@@ -105,13 +105,33 @@ def drop_broken_connections() -> None:
             _close(connection)
 
 
+#: How many database outages this process has seen: a run thread whose connections were
+#: last checked before the latest one checks them again (:func:`check_after_outage`).
+_outages_seen = 0
+_checked = threading.local()
+
+
+def note_outage() -> None:
+    """Mark every thread's connections suspect: the database failed a step of this
+    process, so a connection that sat idle meanwhile may be dead without knowing it."""
+    global _outages_seen
+    _outages_seen += 1
+
+
+def check_after_outage() -> None:
+    """Drop this thread's dead connections (:func:`drop_dead_connections`) if an outage
+    was noted since it last looked; nothing otherwise, so a busy thread pays nothing."""
+    if getattr(_checked, "outages", 0) != _outages_seen:
+        _checked.outages = _outages_seen
+        drop_dead_connections()
+
+
 def drop_dead_connections() -> None:
     """Close this thread's connections that died while they sat idle, unseen.
 
     A connection that sat unused while the database restarted (or a proxy dropped it)
     raised nothing yet, so :func:`drop_broken_connections` keeps it, and the next job's
-    first query would fail. A run thread that waited for work asks each of its
-    connections once (``SELECT 1`` on PostgreSQL) before it runs the next job.
+    first query would fail. Each is asked once (``SELECT 1`` on PostgreSQL).
     """
     for connection in connections.all(initialized_only=True):
         if connection.connection is None or connection.in_atomic_block:

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from django.db import DatabaseError, InterfaceError, OperationalError
 
-from django_weft.jobs.connections import drop_broken_connections
+from django_weft.jobs.connections import drop_broken_connections, note_outage
 from django_weft.jobs.retries import exponential_delay
 from django_weft.live.changes import Changes
 from django_weft.signals import outage_ended, outage_started
@@ -119,6 +119,8 @@ class Outage:
         else:
             self.logger.debug("%s failed again (%s: %s)", step, type(error).__name__, error)
         drop_broken_connections()
+        if is_database_error(error):
+            note_outage()
         delay = exponential_delay(self.failures, BACKOFF_INITIAL, 2.0, BACKOFF_CAP, BACKOFF_JITTER)
         self.retry_at = now + delay
         return delay

@@ -18,22 +18,17 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable
 
 from django.db import connections
 
 from django_weft.conf import weft_settings
-from django_weft.jobs.connections import drop_broken_connections, drop_dead_connections
+from django_weft.jobs.connections import check_after_outage, drop_broken_connections
 from django_weft.loading import import_setting
 
 Task = Callable[[], object]
 
 logger = logging.getLogger("django_weft.executors")
-
-#: Seconds a run thread waited for work past which its connections are checked before
-#: the next run: a busy thread never pays for the check, an idle one once per run.
-IDLE_CHECK_AFTER = 1.0
 
 
 class Slot:
@@ -135,12 +130,11 @@ class ThreadExecutor(Executor):
                 self._lock.notify_all()
 
     def _next_task(self) -> Slot | None:
-        """The next task for this thread; its connections checked if it waited long
-        enough for one of them to have died unseen (:func:`drop_dead_connections`)."""
-        waited_from = time.monotonic()
+        """The next task for this thread; its connections checked first if the database
+        failed since it last looked (:func:`check_after_outage`)."""
         slot = self._tasks.get()
-        if slot is not None and time.monotonic() - waited_from >= IDLE_CHECK_AFTER:
-            drop_dead_connections()
+        if slot is not None:
+            check_after_outage()
         return slot
 
     def _serve(self) -> None:

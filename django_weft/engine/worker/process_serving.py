@@ -22,7 +22,6 @@ import logging
 import pickle
 import queue
 import threading
-import time
 from dataclasses import replace
 from functools import partial
 from multiprocessing.connection import Connection
@@ -32,7 +31,6 @@ from django.db import connections
 
 from django_weft.engine.outcomes.finishing import AttemptReport
 from django_weft.engine.worker.execution import Execution, execute
-from django_weft.engine.worker.executors import IDLE_CHECK_AFTER
 from django_weft.jobs.connections import drop_broken_connections, drop_dead_connections
 
 logger = logging.getLogger("django_weft.executors")
@@ -61,11 +59,11 @@ def serve(inbox: Connection, outbox: Connection) -> None:
 
 
 def _next_run(runs: queue.SimpleQueue[Execution | None]) -> Execution | None:
-    """The next run; the child's connections checked if it waited long enough for one
-    of them to have died unseen, as a run thread's are (``executors.IDLE_CHECK_AFTER``)."""
-    waited_from = time.monotonic()
+    """The next run; the child's connections asked first whether they still live: the
+    outages its worker notes do not reach this process, and a run in a child is slow
+    enough for one ``SELECT 1`` not to count."""
     execution = runs.get()
-    if execution is not None and time.monotonic() - waited_from >= IDLE_CHECK_AFTER:
+    if execution is not None:
         drop_dead_connections()
     return execution
 
