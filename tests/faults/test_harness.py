@@ -30,11 +30,17 @@ from tests.faults.servers import (
     remove_servers,
 )
 from tests.live_client import open_live
+from tests.patience import EVENTUALLY
 from tests.processes import ROOT, AsgiServer, Runjobs, port_is_open, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 HERE = Path(__file__).resolve().parent
+
+#: Seconds a whole fault session (a pytest process that starts a PostgreSQL cluster and a
+#: Redis server, then stops them and cleans up) is given for each of its halves: its
+#: servers start in seconds on a quiet machine and in minutes on a loaded one.
+SESSION = 4 * EVENTUALLY
 
 
 def backend_pid() -> int:
@@ -168,6 +174,7 @@ def mentioning(text: str) -> list[int]:
     [("fails", None), ("waits", signal.SIGINT), ("waits", signal.SIGKILL)],
     ids=["failed", "ctrl-c", "killed"],
 )
+@pytest.mark.timeout(4 * SESSION)
 def test_harness_session_leaves_nothing_running(
     end: str, how: signal.Signals | None, tmp_path: Path
 ) -> None:
@@ -183,15 +190,19 @@ def test_harness_session_leaves_nothing_running(
         text=True,
     )
     try:
-        wait_for(lambda: report.exists() or session.poll() is not None, 120, "the probe")
+        wait_for(lambda: report.exists() or session.poll() is not None, SESSION, "the probe")
         assert report.exists(), session.communicate()[0]
         started = json.loads(report.read_text())
         if how is not None:
             session.send_signal(how)
-        output = session.communicate(timeout=120)[0]
+        output = session.communicate(timeout=SESSION)[0]
     finally:
         session.kill()
         session.wait()
+        # A pipe left open would be closed by the collector during a later test, whose
+        # warnings it would then fail.
+        assert session.stdout is not None
+        session.stdout.close()
 
     assert session.returncode == {"fails": 1, signal.SIGINT: 2, signal.SIGKILL: -9}[how or end]
     directory = started["directory"]
