@@ -212,7 +212,7 @@ class Migration(migrations.Migration):
             model_name="run",
             index=models.Index(
                 condition=models.Q(("status", "waiting"), ("wake_at__isnull", False)),
-                fields=["wake_at"],
+                fields=["status", "wake_at"],
                 name="weft_run_wake_at",
             ),
         ),

@@ -272,7 +272,7 @@ class Run(models.Model):
             # ... or the next waiting run wakes; a run waiting on nothing timed is not in it,
             # so a million of them cost a worker's look nothing.
             models.Index(
-                fields=["wake_at"],
+                fields=["status", "wake_at"],
                 name="weft_run_wake_at",
                 condition=models.Q(status=RunStatus.WAITING, wake_at__isnull=False),
             ),
