@@ -28,6 +28,11 @@ debian_package() {
         exit 1
     fi
 }
+# What follows installs for the whole machine and the tree (apt-get, npm ci): one
+# scripts/test.sh at a time does it (.ci/run makes its virtualenvs at once), holding a
+# lock on this file, which dpkg's own lock and npm's removal of node_modules need.
+exec {SETUP_LOCK}<"${BASH_SOURCE[0]}"
+flock "$SETUP_LOCK"
 # The browser tests drive Debian's chromium (playwright never downloads a browser).
 debian_package chromium chromium "the browser tests"
 # The sandbox's bubblewrap layer runs children inside Debian's bwrap.
@@ -41,6 +46,8 @@ PATH="$PATH:/usr/sbin" debian_package pgbouncer pgbouncer "the PgBouncer fault t
 debian_package npm npm "the accessibility tests"
 echo "==> installing axe-core for the browser tests (npm ci in tests/browser/axe)"
 (cd "$ROOT/tests/browser/axe" && npm ci --no-audit --no-fund --silent)
+flock --unlock "$SETUP_LOCK"
+exec {SETUP_LOCK}<&-
 cd "$ROOT"
 WORKERS="${WEFT_TEST_WORKERS:-auto}"
 echo "==> pytest on ${WEFT_TEST_DATABASE:-sqlite}, $WORKERS worker processes"

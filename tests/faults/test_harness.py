@@ -204,7 +204,8 @@ def test_harness_session_leaves_nothing_running(
         assert session.stdout is not None
         session.stdout.close()
 
-    assert session.returncode == {"fails": 1, signal.SIGINT: 2, signal.SIGKILL: -9}[how or end]
+    expected = {"fails": 1, signal.SIGINT: 2, signal.SIGKILL: -9}[how or end]
+    assert session.returncode == expected, output
     directory = started["directory"]
     wait_for(lambda: not Path(directory).exists(), 60, "the session's directory to go")
     wait_for(lambda: not any(running(pid) for pid in started["pids"]), 60, "its processes")
