@@ -38,6 +38,14 @@ _HOMES: dict[str, str] = {
     "start_group": "django_weft.operations",
     "astart_group": "django_weft.operations",
     "Callback": "django_weft.engine.flows.groups",
+    "workflow": "django_weft.jobs.workflows",
+    "Step": "django_weft.jobs.workflows",
+    "chain": "django_weft.jobs.workflows",
+    "StepOutcome": "django_weft.jobs.upstream",
+    "start_workflow": "django_weft.operations",
+    "astart_workflow": "django_weft.operations",
+    "abort_workflow": "django_weft.operations",
+    "retry_step": "django_weft.operations",
     "asend_signal": "django_weft.operations",
     "open_document": "django_weft.operations",
     "change_document": "django_weft.operations",
@@ -67,6 +75,9 @@ _HOMES: dict[str, str] = {
     "InvalidSignal": "django_weft.exceptions",
     "InvalidStep": "django_weft.exceptions",
     "GroupClosed": "django_weft.exceptions",
+    "UnknownWorkflow": "django_weft.exceptions",
+    "InvalidWorkflowStep": "django_weft.exceptions",
+    "StepNotRetriable": "django_weft.exceptions",
 }
 """Every public name and the module it lives in: the one map of the package's face."""
 

@@ -81,7 +81,7 @@ class User(Protocol):
 
 
 class Owned(Protocol):
-    """A row with an owner: a run, a group, a schedule or a stored module."""
+    """A row with an owner: a run, a group, a workflow, a schedule or a stored module."""
 
     @property
     def owner_id(self) -> Any: ...
@@ -160,6 +160,12 @@ def may_change_group(user: User, group: Owned) -> bool:
     """Adding to a group, sealing it and aborting it steer its runs as an abort does:
     its owner, or ``change_run``."""
     return may(user, CHANGE_RUN, group)
+
+
+def may_change_workflow(user: User, workflow: Owned) -> bool:
+    """Aborting a workflow and retrying its steps steer its runs as an abort does: its
+    owner, or ``change_run``."""
+    return may(user, CHANGE_RUN, workflow)
 
 
 def abortable_runs(user: User, runs: QuerySet[_Row]) -> QuerySet[_Row]:

@@ -15,6 +15,7 @@ from django_weft.console.records import DocumentAdmin, WorkerProcessAdmin
 from django_weft.console.runs import RunAdmin
 from django_weft.console.schedules import ScheduleAdmin
 from django_weft.console.stored_modules import ModuleAdmin
+from django_weft.console.workflows import WorkflowAdmin
 from django_weft.models import (
     AuditRecord,
     Document,
@@ -24,11 +25,13 @@ from django_weft.models import (
     Run,
     Schedule,
     WorkerProcess,
+    Workflow,
 )
 
 admin.site.register(Schedule, ScheduleAdmin)
 admin.site.register(Run, RunAdmin)
 admin.site.register(Group, GroupAdmin)
+admin.site.register(Workflow, WorkflowAdmin)
 admin.site.register(Overview, OverviewAdmin)
 admin.site.register(Document, DocumentAdmin)
 admin.site.register(WorkerProcess, WorkerProcessAdmin)

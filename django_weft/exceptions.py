@@ -195,3 +195,31 @@ class GroupClosed(WeftError):
     def __init__(self, group_id: object) -> None:
         self.group_id = group_id
         super().__init__(f"group {group_id} is sealed; start another group for more runs")
+
+
+class InvalidWorkflowStep(WeftError, ValueError):
+    """A workflow's step cannot start: its job refuses its args, or its args function
+    failed. The whole workflow was refused, nothing written."""
+
+    def __init__(self, step: str, problem: str) -> None:
+        self.step = step
+        self.problem = problem
+        super().__init__(f"step {step}: {problem}")
+
+
+class UnknownWorkflow(WeftError, LookupError):
+    """No workflow of that name is defined in the code deployed in this process."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f'no workflow named "{name}" is defined')
+
+
+class StepNotRetriable(WeftError):
+    """A workflow's step cannot be retried now: ``problem`` says why (it has not ended,
+    it ended done, or a step it depends on must be retried first)."""
+
+    def __init__(self, step: str, problem: str) -> None:
+        self.step = step
+        self.problem = problem
+        super().__init__(f"step {step} cannot be retried: {problem}")

@@ -26,6 +26,11 @@ run_finished = Signal()
 #: ``outcome``: ``"done"`` when every member ended done, else ``"failed"``.
 group_ended = Signal()
 
+#: A workflow ended: sent once its ending step's finish committed, with ``workflow`` (the
+#: row as it ended) and ``outcome`` (``"done"``, ``"failed"`` or ``"aborted"``). A
+#: workflow a retried step takes up again can end, and send this, again.
+workflow_ended = Signal()
+
 #: A run was started (its row committed): by a call, the API, a schedule's fire, a finish
 #: hook. Sent with ``run`` (the row as written, ``status`` queued). A fire's run has
 #: ``schedule_id`` and ``due`` set, so its lateness is ``run.created_at - run.due``.

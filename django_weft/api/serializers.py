@@ -73,6 +73,9 @@ class RunGuestSerializer(serializers.Serializer[Run]):
     group = serializers.UUIDField(
         read_only=True, allow_null=True, help_text="The group the run is a member of."
     )
+    workflow = serializers.UUIDField(
+        read_only=True, allow_null=True, help_text="The workflow the run is a step of."
+    )
     version = serializers.IntegerField(
         read_only=True, help_text="1 when started, one more at every change of the run."
     )
@@ -348,6 +351,8 @@ class RefusalSerializer(serializers.Serializer[Any]):
             "idempotency_key_reused",
             "finished",
             "not_finished",
+            "group_closed",
+            "step_not_retriable",
             "refused",
         ]
     )

@@ -16,17 +16,20 @@ from django_weft.api.discovery import ApiRootView, RedocView, SchemaView, Swagge
 from django_weft.api.group_views import GroupViewSet
 from django_weft.api.schedule_views import ScheduleViewSet
 from django_weft.api.views import RunViewSet
+from django_weft.api.workflow_views import WorkflowViewSet
 
 router = SimpleRouter()
 router.register("runs", RunViewSet, basename="weft-run")
 router.register("schedules", ScheduleViewSet, basename="weft-schedule")
 router.register("groups", GroupViewSet, basename="weft-group")
+router.register("workflows", WorkflowViewSet, basename="weft-workflow")
 
 #: What the root lists: a name for each address, and the URL name it reverses.
 ROOT = {
     "runs": "weft-run-list",
     "schedules": "weft-schedule-list",
     "groups": "weft-group-list",
+    "workflows": "weft-workflow-list",
     "schema": "weft-schema",
     "swagger-ui": "weft-swagger-ui",
     "redoc": "weft-redoc",

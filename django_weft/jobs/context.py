@@ -19,6 +19,7 @@ from django_weft.jobs.connections import drop_broken_connections
 from django_weft.jobs.durable import Journal
 from django_weft.jobs.output import Throttle
 from django_weft.jobs.revisions import Change, change_document
+from django_weft.jobs.upstream import Upstream
 from django_weft.models import Run
 from django_weft.timing import clocks
 
@@ -66,6 +67,8 @@ class RunContext:
         self.abort_raised = False
         self.state = RunState(run.state, on_state_change) if run.state is not None else None
         self._journal = Journal(run, self.now)
+        #: For a workflow's step, how the steps it depends on ended, by name.
+        self.upstream = Upstream(run)
 
     @property
     def run_id(self) -> uuid.UUID:

@@ -16,7 +16,7 @@ from typing import Any
 
 from django_weft.access import User, sees_run_in_full
 from django_weft.jobs.registry import registry
-from django_weft.models import Document, Group, Run, RunStatus
+from django_weft.models import Document, Group, Run, RunStatus, Workflow, WorkflowStep
 from django_weft.models.schedule import PLAN_FIELDS
 
 #: The keys of each view, in order; the API's schema describes the same ones.
@@ -53,6 +53,7 @@ GUEST_RUN_KEYS = (
     "waiting_for",
     "wake_at",
     "group",
+    "workflow",
     "version",
 )
 OWNER_RUN_KEYS = (
@@ -111,6 +112,8 @@ def guest_run(run: Run) -> dict[str, Any]:
         "wake_at": moment(run.wake_at),
         # The group the run is a member of: which runs exist together is no secret.
         "group": str(run.group_id) if run.group_id is not None else None,
+        # The workflow the run is a step of: its graph is no secret either.
+        "workflow": str(run.workflow_id) if run.workflow_id is not None else None,
         # Frames of one run may arrive out of order (two processes publish it): the
         # client keeps the one with the highest version.
         "version": run.version,
@@ -190,3 +193,58 @@ def owner_group(group: Group) -> dict[str, Any]:
 def group_for(user: User, group: Group) -> dict[str, Any]:
     """``group`` in the view ``user`` gets: in full for its owner and operators."""
     return owner_group(group) if sees_run_in_full(user, group) else guest_group(group)
+
+
+def guest_workflow(workflow: Workflow) -> dict[str, Any]:
+    """A workflow as anyone signed in sees it: its graph, each step's phase and times,
+    how far it got; not its args nor its steps' results or errors. Reads ``owner`` and
+    its steps with their runs (``steps__run``, prefetched where lists are built)."""
+    return {
+        "id": str(workflow.pk),
+        "name": workflow.name,
+        "version": workflow.version,
+        "owner": workflow.owner.get_username() if workflow.owner is not None else None,
+        "status": str(workflow.status),
+        "abort_requested": workflow.abort_requested_at is not None,
+        "total": workflow.total,
+        "unfinished": workflow.unfinished,
+        "created_at": moment(workflow.created_at),
+        "ended_at": moment(workflow.ended_at),
+        "callback_run": str(workflow.callback_run_id) if workflow.callback_run_id else None,
+        "steps": [_guest_step(step) for step in workflow.steps.all()],
+    }
+
+
+def _guest_step(step: WorkflowStep) -> dict[str, Any]:
+    run = step.run
+    return {
+        "name": step.name,
+        "job": step.job,
+        "after": list(step.depends_on),
+        "runs_anyway": step.runs_anyway,
+        "pending": step.pending,
+        "run": str(run.pk) if run is not None else None,
+        "phase": phase(run) if run is not None else None,
+        "attempt": run.attempt if run is not None else None,
+        "started_at": moment(run.started_at) if run is not None else None,
+        "finished_at": moment(run.finished_at) if run is not None else None,
+    }
+
+
+def owner_workflow(workflow: Workflow) -> dict[str, Any]:
+    """A workflow as its owner (or an operator) sees it: its args, and each step's
+    result or error."""
+    view = guest_workflow(workflow)
+    for shown, step in zip(view["steps"], workflow.steps.all(), strict=True):
+        run = step.run
+        shown["result"] = run.result if run is not None else None
+        shown["error_type"] = run.error_type if run is not None else ""
+        shown["error_message"] = run.error_message if run is not None else ""
+    return {**view, "args": workflow.args}
+
+
+def workflow_for(user: User, workflow: Workflow) -> dict[str, Any]:
+    """``workflow`` in the view ``user`` gets: in full for its owner and operators."""
+    if sees_run_in_full(user, workflow):
+        return owner_workflow(workflow)
+    return guest_workflow(workflow)

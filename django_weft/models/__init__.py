@@ -1,5 +1,6 @@
-"""The app's models: schedules, runs (with their durable steps and signals), state
-documents, worker processes, stored modules and the audit trail of operator actions."""
+"""The app's models: schedules, runs (with their durable steps and signals), groups and
+workflows, state documents, worker processes, stored modules and the audit trail of
+operator actions."""
 
 from django_weft.models.attempt import Attempt
 from django_weft.models.audit import AuditAction, AuditRecord, EntryPoint
@@ -13,6 +14,7 @@ from django_weft.models.run import Run, RunStatus
 from django_weft.models.schedule import CatchUp, LastStatus, OnFold, OnGap, Overlap, Schedule
 from django_weft.models.tally import DurationTally, RunTally, TallyMark
 from django_weft.models.worker import WorkerProcess
+from django_weft.models.workflow import Workflow, WorkflowStatus, WorkflowStep
 
 __all__ = [
     "Attempt",
@@ -41,4 +43,7 @@ __all__ = [
     "StepRecord",
     "TallyMark",
     "WorkerProcess",
+    "Workflow",
+    "WorkflowStatus",
+    "WorkflowStep",
 ]

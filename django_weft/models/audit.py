@@ -54,6 +54,13 @@ class AuditAction(models.TextChoices):
     """A group was sealed: it takes no more members, and its callback may start."""
     GROUP_ABORT = "group_abort", "abort a group"
     """An abort of each unfinished member of a group was requested."""
+    WORKFLOW_START = "workflow_start", "start a workflow"
+    """A workflow was started; ``details['steps']`` counts its steps."""
+    WORKFLOW_ABORT = "workflow_abort", "abort a workflow"
+    """An abort of each unfinished step of a workflow was requested."""
+    WORKFLOW_RETRY_STEP = "workflow_retry_step", "retry a workflow's step"
+    """A step that did not end done was run again, with the steps below it that did not;
+    ``details['step']`` names it."""
     SIGNAL = "signal", "signal a run"
     """A signal was sent to a run; ``details['signal']`` names it (its payload stays with
     the run's signal, seen by those who see the run in full)."""

@@ -14,8 +14,9 @@ class RunStatus(models.TextChoices):
     QUEUED = "queued", "queued"
     """Started: the row exists and waits for a worker to claim it."""
     WAITING = "waiting", "waiting"
-    """Started, and not to be claimed yet: it sleeps until ``wake_at``, or waits for the
-    signal ``awaiting`` (until ``wake_at``, if it has a timeout). It holds no worker."""
+    """Started, and not to be claimed yet: it sleeps until ``wake_at``, waits for the
+    signal ``awaiting`` (until ``wake_at``, if it has a timeout), or, a workflow's step,
+    for the steps it depends on to end. It holds no worker."""
     RUNNING = "running", "running"
     """Claimed by a worker that is executing it."""
     DONE = "done", "done"
@@ -182,6 +183,14 @@ class Run(models.Model):
         on_delete=models.SET_NULL,
         related_name="members",
         help_text="The group this run is a member of; its end counts there.",
+    )
+    workflow = models.ForeignKey(
+        "django_weft.Workflow",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
+        help_text="The workflow this run is a step of; its end may start the steps after.",
     )
     wake_at = models.DateTimeField(
         null=True,

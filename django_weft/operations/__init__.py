@@ -15,7 +15,9 @@ Rules beyond the model permissions (see docs/security.md):
   else;
 - deleting a run needs to own it or ``delete_run``, and the run must have finished;
 - signalling a run steers it as an abort does: owning it or ``change_run``; so do
-  adding to a group, sealing it and aborting it (owning the group, or ``change_run``);
+  adding to a group, sealing it and aborting it (owning the group, or ``change_run``),
+  and aborting a workflow or retrying its step (owning the workflow, or ``change_run``;
+  a retry needs ``add_run`` too);
 - a bulk retry, abort or delete judges each run on its own, as the single call does;
 - *run now* and *retry* start runs, so they need ``add_run`` besides the right to act on
   the schedule or see the run in full;
@@ -31,9 +33,9 @@ paused queue), leaves no record.
 
 Callers import from here (``operations.start_for``): the modules behind it split the
 layer by what it acts on (``runs``, ``bulk`` for many runs at once, ``schedules``,
-``queues``, ``modules``, ``documents``, ``signals``, ``groups``), with ``base`` for what
-every checked call uses and ``refusals`` for how a refusal is described. It is one layer
-and one front door, in small rooms.
+``queues``, ``modules``, ``documents``, ``signals``, ``groups``, ``workflows``), with
+``base`` for what every checked call uses and ``refusals`` for how a refusal is
+described. It is one layer and one front door, in small rooms.
 """
 
 from __future__ import annotations
@@ -113,6 +115,20 @@ from django_weft.operations.signals import (
     send_signal,
     send_signal_for,
 )
+from django_weft.operations.workflows import (
+    WORKFLOW_FIELDS,
+    WorkflowRequest,
+    abort_workflow,
+    abort_workflow_for,
+    astart_workflow,
+    find_workflow,
+    parse_workflow,
+    retry_step,
+    retry_step_for,
+    start_requested_workflow_for,
+    start_workflow,
+    start_workflow_for,
+)
 
 __all__ = [
     "BULK_ACTIONS",
@@ -126,14 +142,18 @@ __all__ = [
     "SIGNAL_FIELDS",
     "START_FIELDS",
     "WHAT_RUNS",
+    "WORKFLOW_FIELDS",
     "BulkResult",
     "GroupRequest",
     "StartRequest",
+    "WorkflowRequest",
     "aabort",
     "abort",
     "abort_for",
     "abort_group",
     "abort_group_for",
+    "abort_workflow",
+    "abort_workflow_for",
     "add_to_group",
     "add_to_group_for",
     "approve_module_for",
@@ -142,6 +162,7 @@ __all__ = [
     "astart",
     "astart_group",
     "astart_many",
+    "astart_workflow",
     "bulk_for",
     "change_document",
     "create_schedule_for",
@@ -151,6 +172,7 @@ __all__ = [
     "describe_refusal",
     "edit_schedule_for",
     "entry_point",
+    "find_workflow",
     "open_document",
     "parse_action",
     "parse_group",
@@ -158,6 +180,7 @@ __all__ = [
     "parse_members",
     "parse_signal",
     "parse_start",
+    "parse_workflow",
     "pause_queue_for",
     "record",
     "require_schedule_change",
@@ -166,6 +189,8 @@ __all__ = [
     "require_start",
     "resume_queue_for",
     "retry_for",
+    "retry_step",
+    "retry_step_for",
     "run_now_for",
     "save_module_for",
     "seal_group",
@@ -182,4 +207,7 @@ __all__ = [
     "start_many_or_get",
     "start_or_get",
     "start_requested_group_for",
+    "start_requested_workflow_for",
+    "start_workflow",
+    "start_workflow_for",
 ]

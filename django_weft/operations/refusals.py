@@ -14,10 +14,13 @@ from django_weft.exceptions import (
     InvalidBatchItem,
     InvalidIdempotencyKey,
     InvalidSignal,
+    InvalidWorkflowStep,
     RunFinished,
     RunNotFinished,
     RunNotFound,
+    StepNotRetriable,
     UnknownJob,
+    UnknownWorkflow,
     WeftError,
 )
 
@@ -27,7 +30,8 @@ def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict
 
     ``code`` is ``invalid`` (bad input; ``fields`` names each bad field), ``forbidden``,
     ``finished``, ``not_finished``, ``not_found``, ``concurrency_limit``,
-    ``idempotency_key_reused``, ``group_closed``, or ``refused`` for any other refusal.
+    ``idempotency_key_reused``, ``group_closed``, ``step_not_retriable``, or ``refused``
+    for any other refusal.
     """
     if isinstance(error, ValidationError):
         if not hasattr(error, "error_dict"):  # raised without naming a field
@@ -35,6 +39,10 @@ def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict
         return "invalid", _("invalid input"), dict(error.message_dict)
     if isinstance(error, UnknownJob):
         return "invalid", str(error), {"job": [str(error)]}
+    if isinstance(error, UnknownWorkflow):
+        return "invalid", str(error), {"workflow": [str(error)]}
+    if isinstance(error, InvalidWorkflowStep):
+        return "invalid", str(error), {f"steps.{error.step}": [error.problem]}
     if isinstance(error, InvalidArgs):
         fields = {f"args.{name}": messages for name, messages in error.errors.items()}
         return "invalid", str(error), fields
@@ -61,6 +69,8 @@ def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict
         return "idempotency_key_reused", str(error), {}
     if isinstance(error, GroupClosed):
         return "group_closed", str(error), {}
+    if isinstance(error, StepNotRetriable):
+        return "step_not_retriable", str(error), {}
     return "refused", str(error), {}
 
 

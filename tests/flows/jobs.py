@@ -1,4 +1,5 @@
-"""Jobs the flow tests run: durable steps, sleeps and waits for signals.
+"""Jobs the flow tests run: durable steps, sleeps and waits for signals, groups and
+workflows.
 
 Each counts how often its function's parts really ran in a document of its run
 (``tests:calls:<run id>``), so that a test can tell a recorded step from a repeated one.
@@ -16,6 +17,7 @@ from django_weft.jobs.outcomes import FinishContext, Outcome
 from django_weft.jobs.registry import job
 from django_weft.jobs.retries import Retry
 from django_weft.jobs.revisions import change_document, open_document
+from django_weft.jobs.workflows import Step, chain, workflow
 from django_weft.models import Group
 
 
@@ -141,3 +143,66 @@ def fan_out_finished(outcome: Outcome, tx: FinishContext) -> None:
         callback=Callback(gather, {"label": "from a hook"}),
         name=f"fan-out of run {outcome.run.pk}",
     )
+
+
+# Workflows: a release (build, then unit and end-to-end checks side by side, then deploy,
+# then an announcement that runs whatever happened), and a chain.
+
+
+@job("tests.flows.build")
+def build(ctx: RunContext, *, ref: str) -> dict[str, str]:
+    """The release's first step: an artifact named after the ref."""
+    return {"artifact": f"build-{ref}"}
+
+
+@job("tests.flows.check")
+def check(ctx: RunContext, *, kind: str, flaky: bool = False) -> dict[str, str]:
+    """Checks the build it reads from its dependency; a flaky check fails on its first run
+    (not on the retry of a workflow's step, whose run retries that one)."""
+    artifact = ctx.upstream["build"].result["artifact"]
+    if flaky and ctx.run.retry_of_id is None:
+        raise AssertionError(f"{kind} checks of {artifact} failed")
+    return {"checked": artifact, "kind": kind}
+
+
+@job("tests.flows.deploy")
+def deploy(ctx: RunContext) -> dict[str, Any]:
+    """Deploys what both checks checked."""
+    return {"deployed": sorted(outcome.result["kind"] for outcome in ctx.upstream.values())}
+
+
+@job("tests.flows.announce")
+def announce(ctx: RunContext) -> dict[str, str]:
+    """Runs anyway: says how the deploy ended."""
+    return {name: outcome.outcome for name, outcome in ctx.upstream.items()}
+
+
+@job("tests.flows.workflow_ended")
+def workflow_ended(ctx: RunContext, *, workflow: str, outcome: str) -> str:
+    """A workflow's on-end job."""
+    return outcome
+
+
+release = workflow(
+    "tests.release",
+    steps=[
+        Step("build", build, args=lambda given: {"ref": given["ref"]}),
+        Step(
+            "unit",
+            check,
+            after=["build"],
+            args=lambda given: {"kind": "unit", "flaky": "unit" in given.get("flaky", [])},
+        ),
+        Step(
+            "e2e",
+            check,
+            after=["build"],
+            args=lambda given: {"kind": "e2e", "flaky": "e2e" in given.get("flaky", [])},
+        ),
+        Step("deploy", deploy, after=["unit", "e2e"], args={}),
+        Step("announce", announce, after=["deploy"], args={}, runs_anyway=True),
+    ],
+    on_end=workflow_ended,
+)
+
+squares = workflow("tests.squares", steps=chain(member, member, member))

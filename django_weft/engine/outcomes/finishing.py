@@ -4,7 +4,7 @@ An attempt that ends reports an :class:`AttemptReport`. :func:`record_attempt` t
 into either a retry (the run goes back to the queue, the attempt is kept as an
 :class:`~django_weft.models.Attempt`) or the run's outcome (:func:`finish`, with the
 job's finish hook (:mod:`~django_weft.engine.outcomes.hooks`), the schedule's last-run
-record and the group's count in the same transaction).
+record, the group's count and the workflow's next steps in the same transaction).
 
 Every write here is conditional on who owns the run: a running run is finished only by
 the worker that claimed it, for the attempt it claimed; a run no worker holds (queued or
@@ -29,6 +29,7 @@ from django.db import connection, transaction
 from django_weft import tracing
 from django_weft.engine.database import sql
 from django_weft.engine.flows.groups import member_ended
+from django_weft.engine.flows.workflows import CANCELLED, step_ended
 from django_weft.engine.outcomes.hooks import run_finish_hook
 from django_weft.engine.schedules.scheduler import record_on_schedule
 from django_weft.jobs.registry import registry
@@ -92,14 +93,15 @@ class AttemptReport:
 def is_plain(report: AttemptReport) -> bool:
     """Whether the outcome is the run's last word and nothing else is written with it.
 
-    No finish hook, no schedule to carry it to, no group to count it, no retry, not a
-    wait: then the finish is one row of a conditional update that all of a round's plain
-    finishes share (:func:`finish_plain`).
+    No finish hook, no schedule to carry it to, no group to count it, no workflow to go
+    on with, no retry, not a wait: then the finish is one row of a conditional update
+    that all of a round's plain finishes share (:func:`finish_plain`).
     """
     if (
         report.run is None
         or report.schedule_id is not None
         or report.run.group_id is not None
+        or report.run.workflow_id is not None
         or report.status == RunStatus.WAITING
     ):
         return False
@@ -353,6 +355,15 @@ def finish(
             record_on_schedule(run, now, changes)
         if run.group_id is not None:
             member_ended(run, now=now, changes=changes)
+        if run.workflow_id is not None:
+            for cancel in step_ended(run, now=now, changes=changes):
+                finish(
+                    cancel.run_id,
+                    RunStatus.ABORTED,
+                    now=now,
+                    error=ErrorRecord(CANCELLED, cancel.message, ""),
+                    changes=changes,
+                )
         changes.run(run.pk)
         transaction.on_commit(lambda: _announce(run))
     logger.debug("finished %s run %s: %s", run.job, run.pk, run.status)

@@ -33,7 +33,7 @@ from django_weft.exceptions import (
 from django_weft.jobs.registry import Job, check_priority
 from django_weft.jobs.revisions import storable
 from django_weft.jobs.storable import find_unstorable
-from django_weft.models import Document, Group, Run, Schedule
+from django_weft.models import Document, Group, Run, RunStatus, Schedule, Workflow
 from django_weft.signals import run_started
 
 if TYPE_CHECKING:
@@ -64,7 +64,9 @@ class StartRequest:
     the job's; ``not_before`` keeps any worker from claiming the run before that moment
     (a task's ``run_after``). ``retry_of`` is the finished run this one retries: the new
     run links to it and keeps its schedule (not its due, which that run holds). ``group``
-    makes the run a member of that group (see :mod:`django_weft.engine.flows.groups`).
+    makes the run a member of that group (see :mod:`django_weft.engine.flows.groups`);
+    ``workflow`` a step of that workflow, ``waiting`` (for the steps it depends on) until
+    their ends queue it (see :mod:`django_weft.engine.flows.workflows`).
     The args are checked when the run is written, against the job's serializer; a
     priority outside -100..100 is refused here, with a ``ValueError`` naming it.
     """
@@ -78,6 +80,8 @@ class StartRequest:
     not_before: datetime | None = None
     retry_of: Run | None = None
     group: Group | None = None
+    workflow: Workflow | None = None
+    waiting: bool = False
 
     def __post_init__(self) -> None:
         if self.priority is not None:
@@ -179,6 +183,8 @@ def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Ru
         not_before=request.not_before,
         retry_of=request.retry_of,
         group=request.group,
+        workflow=request.workflow,
+        waiting=request.waiting,
     )
     # Only a keyed start can lose an insert race it must survive (by returning the
     # winner), so only it pays for a savepoint; a schedule's fire has its own.
@@ -234,6 +240,8 @@ def new_run(
     not_before: datetime | None = None,
     retry_of: Run | None = None,
     group: Group | None = None,
+    workflow: Workflow | None = None,
+    waiting: bool = False,
 ) -> Run:
     """The unsaved row of a new run of ``job`` with already validated ``stored`` args.
 
@@ -263,6 +271,8 @@ def new_run(
         run_after=not_before,
         retry_at=not_before,
         group=group,
+        workflow=workflow,
+        status=RunStatus.WAITING if waiting else RunStatus.QUEUED,
     )
 
 
