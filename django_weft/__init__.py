@@ -108,6 +108,7 @@ if TYPE_CHECKING:
     from django_weft.exceptions import InvalidIdempotencyKey as InvalidIdempotencyKey
     from django_weft.exceptions import InvalidSignal as InvalidSignal
     from django_weft.exceptions import InvalidStep as InvalidStep
+    from django_weft.exceptions import InvalidWorkflowStep as InvalidWorkflowStep
     from django_weft.exceptions import RunAborted as RunAborted
     from django_weft.exceptions import RunFinished as RunFinished
     from django_weft.exceptions import RunLost as RunLost
@@ -115,7 +116,9 @@ if TYPE_CHECKING:
     from django_weft.exceptions import RunTimedOut as RunTimedOut
     from django_weft.exceptions import SignalTimeout as SignalTimeout
     from django_weft.exceptions import StartRefused as StartRefused
+    from django_weft.exceptions import StepNotRetriable as StepNotRetriable
     from django_weft.exceptions import UnknownJob as UnknownJob
+    from django_weft.exceptions import UnknownWorkflow as UnknownWorkflow
     from django_weft.exceptions import WeftError as WeftError
     from django_weft.jobs.context import RunContext as RunContext
     from django_weft.jobs.outcomes import FinishContext as FinishContext
@@ -130,17 +133,25 @@ if TYPE_CHECKING:
     from django_weft.jobs.revisions import Change as Change
     from django_weft.jobs.revisions import DocumentConflict as DocumentConflict
     from django_weft.jobs.revisions import InvalidDocument as InvalidDocument
+    from django_weft.jobs.upstream import StepOutcome as StepOutcome
+    from django_weft.jobs.workflows import Step as Step
+    from django_weft.jobs.workflows import chain as chain
+    from django_weft.jobs.workflows import workflow as workflow
     from django_weft.operations import aabort as aabort
     from django_weft.operations import abort as abort
+    from django_weft.operations import abort_workflow as abort_workflow
     from django_weft.operations import asend_signal as asend_signal
     from django_weft.operations import astart as astart
     from django_weft.operations import astart_group as astart_group
     from django_weft.operations import astart_many as astart_many
+    from django_weft.operations import astart_workflow as astart_workflow
     from django_weft.operations import change_document as change_document
     from django_weft.operations import open_document as open_document
+    from django_weft.operations import retry_step as retry_step
     from django_weft.operations import send_signal as send_signal
     from django_weft.operations import start as start
     from django_weft.operations import start_group as start_group
     from django_weft.operations import start_many as start_many
+    from django_weft.operations import start_workflow as start_workflow
     from django_weft.testing import DrivenClock as DrivenClock
     from django_weft.testing import Rehearsal as Rehearsal
