@@ -153,6 +153,8 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
         # Why a waiting run waits shows to a guest too, as the socket's frames say it.
         "waiting_for": run.awaiting if run.status == RunStatus.WAITING else "",
         "wake_at": moment(run.wake_at, zone) if run.wake_at is not None else "",
+        # The workflow a step's run belongs to: its graph is in the guest view too.
+        "workflow": run.workflow_id,
         "may_retry": run.is_finished and full and access.may_start_runs(user),
         # Which runs exist is no secret from a guest: both views link a retry both ways.
         "retry_of": run.retry_of_id,

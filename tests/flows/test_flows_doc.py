@@ -1,4 +1,5 @@
-"""docs/flows.md's snippets, run as pasted: the checkout that never charges twice, the
+"""docs/flows.md's snippets, run as pasted: the album's group, the release workflow
+(waiting for an approval before it deploys), the checkout that never charges twice, the
 reminder that sleeps thirteen days, the refund that waits for an approval (and the one
 nobody approves), on the driven clock with an inline worker."""
 
@@ -11,8 +12,9 @@ from typing import Any
 import pytest
 
 from django_weft.jobs.registry import registry
-from django_weft.models import Run, RunStatus
-from django_weft.operations import start
+from django_weft.jobs.workflows import workflows
+from django_weft.models import Run, RunStatus, Workflow
+from django_weft.operations import send_signal, start
 from django_weft.testing import Rehearsal
 from tests.test_docs import doc_block
 
@@ -114,3 +116,46 @@ def test_flows_doc_album_calls_back_once_with_every_thumbnail(
         "summary": {"total": 3, "unfinished": 0, "done": 3, "failed": 0, "aborted": 0, "lost": 0},
         "bytes": 3006,
     }
+
+
+RELEASE_JOBS = ("releases.build", "releases.run_suite", "releases.deploy", "releases.announce")
+
+
+@pytest.fixture
+def release_page() -> Iterator[dict[str, Any]]:
+    """The page's workflow blocks, executed (its jobs and workflow registered, then not)."""
+    namespace: dict[str, Any] = {}
+    exec(compile(doc_block("flows.md", "release = workflow("), "docs/flows.md", "exec"), namespace)
+    namespace["start"] = doc_block("flows.md", "started = start_workflow(")
+    yield namespace
+    for name in RELEASE_JOBS:
+        registry.unregister(name)
+    workflows.unregister("releases.release")
+
+
+def test_flows_doc_release_builds_tests_waits_for_approval_deploys_and_announces(
+    release_page: dict[str, Any], rehearsal: Rehearsal
+) -> None:
+    exec(release_page["start"], release_page)
+    exec(release_page["start"], release_page)  # the key: one release
+    started = release_page["started"]
+    assert Workflow.objects.count() == 1
+    for _ in range(6):
+        rehearsal.advance(NOW)
+    steps = {step.name: step.run for step in started.steps.select_related("run")}
+    assert {name: run.status for name, run in steps.items()} == {
+        "build": "done",
+        "unit": "done",
+        "e2e": "done",
+        "deploy": "waiting",
+        "announce": "waiting",
+    }
+    assert steps["deploy"].awaiting == "approval"
+    send_signal(steps["deploy"], "approval", {"by": "ana"})
+    for _ in range(4):
+        rehearsal.advance(NOW)
+    steps = {step.name: step.run for step in started.steps.select_related("run")}
+    assert Run.objects.get(pk=steps["deploy"].pk).result == "ana deployed site-v2.4.0.tar.gz"
+    assert Run.objects.get(pk=steps["announce"].pk).result == {"deploy": "done"}
+    started.refresh_from_db()
+    assert started.status == "done"
