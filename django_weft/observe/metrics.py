@@ -44,6 +44,7 @@ from django_weft.signals import (
     run_finished,
     run_started,
     sandbox_called,
+    workflow_ended,
 )
 from django_weft.timing import clocks
 
@@ -72,6 +73,12 @@ GROUPS_ENDED = Counter(
     "weft_groups_ended",
     "Groups whose last member this process finished, by outcome (done: every member "
     "done; failed: any other).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+WORKFLOWS_ENDED = Counter(
+    "weft_workflows_ended",
+    "Workflows whose last step this process finished, by outcome (done, failed, aborted).",
     ["outcome"],
     registry=REGISTRY,
 )
@@ -238,11 +245,16 @@ def count_group_ended(sender: Any, outcome: str, **kwargs: Any) -> None:
     GROUPS_ENDED.labels(outcome=outcome).inc()
 
 
+def count_workflow_ended(sender: Any, outcome: str, **kwargs: Any) -> None:
+    WORKFLOWS_ENDED.labels(outcome=outcome).inc()
+
+
 def connect() -> None:
     """Count weft's signals from now on (called once, when the app is ready)."""
     run_started.connect(count_started, dispatch_uid="django_weft.metrics.started")
     run_finished.connect(count_finished, dispatch_uid="django_weft.metrics.finished")
     group_ended.connect(count_group_ended, dispatch_uid="django_weft.metrics.group_ended")
+    workflow_ended.connect(count_workflow_ended, dispatch_uid="django_weft.metrics.workflow_ended")
     outage_started.connect(count_outage, dispatch_uid="django_weft.metrics.outage")
     outage_ended.connect(count_outage_end, dispatch_uid="django_weft.metrics.outage_end")
     sandbox_called.connect(count_sandbox_call, dispatch_uid="django_weft.metrics.sandbox")

@@ -42,6 +42,7 @@ from django_weft.operations import (
 )
 from django_weft.testing import Rehearsal
 from django_weft.timing import clocks
+from tests.observe.conftest import scrape, value
 from tests.threads import together
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -274,3 +275,18 @@ def test_checked_calls_need_the_rights_and_are_on_record() -> None:
         (AuditAction.WORKFLOW_START, {"steps": 5}),
         (AuditAction.WORKFLOW_ABORT, {"steps": 5}),
     ]
+
+
+def test_workflow_end_is_counted_by_outcome_for_the_metrics(rehearsal: Rehearsal) -> None:
+    before = scrape()
+    start_workflow("tests.squares", {"number": 2})
+    start_workflow("tests.release", {"ref": "m1", "flaky": ["unit"]})
+    aborted = start_workflow("tests.squares", {"number": 4})
+    abort_workflow(aborted)
+    drain(rehearsal)
+    after = scrape()
+    for outcome in ("done", "failed", "aborted"):
+        grew = value(after, "weft_workflows_ended_total", outcome=outcome) - value(
+            before, "weft_workflows_ended_total", outcome=outcome
+        )
+        assert grew == 1, outcome
