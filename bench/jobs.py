@@ -11,6 +11,7 @@ from rest_framework import serializers
 from django_weft.exceptions import RunAborted
 from django_weft.jobs.context import RunContext
 from django_weft.jobs.registry import job
+from django_weft.jobs.workflows import chain, workflow
 from django_weft.models import Group
 
 
@@ -44,3 +45,8 @@ def sleep(ctx: RunContext, seconds: float, record_dir: str = "") -> None:
         if record_dir:
             Path(record_dir, str(ctx.run_id)).write_text(repr(seen))
         raise
+
+
+#: Two no-op steps, the second after the first: what a dependency costs
+#: (bench/step_latency.py).
+pair = workflow("bench.pair", steps=chain(noop, noop))

@@ -36,7 +36,7 @@ from django_weft.models import (
     Schedule,
     WorkerProcess,
 )
-from django_weft.operations import pause_queue_for, start, start_group
+from django_weft.operations import pause_queue_for, start, start_group, start_workflow
 from tests.browsers import admin_page, console_server
 from tests.databases import delete_rows, last_ids
 from tests.jobs import broken, build, noop
@@ -178,10 +178,12 @@ def console_runs(root: Any, schedule: Schedule, module: Module) -> dict[str, str
             job=job, queue=queue, status=RunStatus.DONE, owner=root
         )
     group = start_group([StartRequest(noop) for _ in range(3)], name="thumbnails of an album")
+    workflow = start_workflow("tests.release", {"ref": "v1.0", "flaky": ["e2e"]}, owner=root)
     return {
         "schedule": str(schedule.pk),
         "run": str(done.pk),
         "group": str(group.pk),
+        "workflow": str(workflow.pk),
         "module": str(module.pk),
         "document": str(Document.objects.get(run=done).pk),
         "workerprocess": str(WorkerProcess.objects.get().pk),

@@ -1,7 +1,7 @@
 """Flows through what production does to them, with real ``runjobs`` processes on a
 throwaway PostgreSQL: a worker SIGKILLed after a recorded step, a waiting run and its
 signal through a database restart, a 1,000-member group through a killed worker and a
-database restart."""
+database restart, a workflow whose step's worker is killed."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from django.db.models import Count
 from django.test import Client
 
 from django_weft.engine.flows.groups import Callback
+from django_weft.engine.flows.workflows import CANCELLED
 from django_weft.engine.runs.starting import StartRequest
 from django_weft.jobs.registry import registry
-from django_weft.models import Run, RunStatus, Signal
-from django_weft.operations import start, start_group
+from django_weft.models import Run, RunStatus, Signal, Workflow, WorkflowStatus
+from django_weft.operations import retry_step, start, start_group, start_workflow
 from tests.faults.conftest import reachable
 from tests.faults.servers import PostgresCluster
 from tests.flows.jobs import calls
@@ -134,3 +135,44 @@ def test_thousand_member_group_through_a_killed_worker_and_a_database_restart(
     assert callback.created_at >= last, "the callback started with the last member's finish"
     for worker in workers[1:]:
         assert worker.poll() is None, worker.output()
+
+
+def test_workflow_whose_step_worker_is_killed_goes_on_when_the_step_is_retried(
+    start_runjobs: Callable[..., Runjobs],
+) -> None:
+    """The worker running a workflow's first step dies (SIGKILL); another finishes the
+    step lost, which cancels the steps after it without starting them. Retrying the step
+    runs it and then each step after it, each started once."""
+    workflow = start_workflow("tests.killed")
+    first = workflow.steps.get(name="first").run
+    assert first is not None
+    doomed = start_runjobs("--concurrency", "1")
+    wait_for(lambda: Run.objects.get(pk=first.pk).status == RunStatus.RUNNING, what="the step")
+    doomed.send_signal(signal.SIGKILL)
+    doomed.finish()
+    survivor = start_runjobs()
+    wait_for(
+        lambda: Workflow.objects.get(pk=workflow.pk).status == WorkflowStatus.FAILED,
+        timeout=120,
+        what="the step to be found lost, and the workflow to end",
+    )
+    assert Run.objects.get(pk=first.pk).status == RunStatus.LOST
+    cancelled = Run.objects.filter(workflow=workflow).exclude(pk=first.pk)
+    assert {(run.status, run.error_type) for run in cancelled} == {(RunStatus.ABORTED, CANCELLED)}
+    assert not cancelled.filter(started_at__isnull=False).exists(), "nothing after it started"
+
+    retry_step(workflow, "first")
+    wait_for(
+        lambda: Workflow.objects.get(pk=workflow.pk).status == WorkflowStatus.DONE,
+        timeout=120,
+        what="the workflow to go on and end",
+    )
+    current = {step.name: step.run for step in workflow.steps.select_related("run")}
+    assert {name: (run.status, run.attempt) for name, run in current.items() if run} == {
+        "first": (RunStatus.DONE, 1),
+        "second": (RunStatus.DONE, 1),
+        "third": (RunStatus.DONE, 1),
+    }
+    started = Run.objects.filter(workflow=workflow, started_at__isnull=False)
+    assert started.count() == 4, "the lost step, its retry, and each step after it once"
+    assert survivor.poll() is None

@@ -206,3 +206,21 @@ release = workflow(
 )
 
 squares = workflow("tests.squares", steps=chain(member, member, member))
+
+
+@job("tests.flows.hang_first_time")
+def hang_first_time(ctx: RunContext) -> str:
+    """Hangs (for its worker to be killed under it) unless its run retries another."""
+    if ctx.run.retry_of_id is None:
+        ctx.sleep(600)
+    return "went on"
+
+
+killed = workflow(
+    "tests.killed",
+    steps=[
+        Step("first", hang_first_time, args={}),
+        Step("second", member, after=["first"], args={"number": 2}),
+        Step("third", member, after=["second"], args={"number": 3}),
+    ],
+)
