@@ -27,6 +27,7 @@ from django.urls import reverse
 from playwright.sync_api import Browser, Page
 
 from django_weft.engine.runs.starting import StartRequest
+from django_weft.jobs.workflows import WorkflowDefinition, chain
 from django_weft.models import (
     AuditRecord,
     Document,
@@ -178,7 +179,9 @@ def console_runs(root: Any, schedule: Schedule, module: Module) -> dict[str, str
             job=job, queue=queue, status=RunStatus.DONE, owner=root
         )
     group = start_group([StartRequest(noop) for _ in range(3)], name="thumbnails of an album")
-    workflow = start_workflow("tests.release", {"ref": "v1.0", "flaky": ["e2e"]}, owner=root)
+    workflow = start_workflow(
+        WorkflowDefinition("tests.pair", tuple(chain(noop, noop))), owner=root
+    )
     return {
         "schedule": str(schedule.pk),
         "run": str(done.pk),
