@@ -3,10 +3,12 @@ from django.urls import include, path
 
 from example_project.content import views
 from example_project.shell import views as shell_views
+from example_project.showcase import views as showcase_views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("shell/", shell_views.shell, name="shell"),
+    path("release/", showcase_views.release, name="release"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/", include("django_weft.api.urls")),

@@ -1,15 +1,19 @@
-"""The showcase: one job for each way a run ends, each writing terminal output.
+"""The showcase: one job for each way a run ends, each writing terminal output, and a
+release workflow that waits for a person's approval.
 
 ``manage.py demo`` starts one run of each (:data:`DEMO_RUNS`), so the operator's console
 shows a run with coloured output, a failed run with its traceback, a run retried twice
-before it succeeded (its attempts kept) and a run stopped by its timeout.
+before it succeeded (its attempts kept) and a run stopped by its timeout; and one
+:data:`release` (build, then the unit and end-to-end checks side by side, then a deploy
+that waits for the signal ``approval``, which its owner sends from the run's page).
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
-from django_weft import OutputBuffer, Retry, RunContext, StateSpec, job
+from django_weft import OutputBuffer, Retry, RunContext, StateSpec, Step, job, workflow
 
 #: Each showcase run writes its terminal output here, as the shell job does.
 OUTPUT = StateSpec("showcase.output", initial=lambda: {"output": ""})
@@ -82,3 +86,48 @@ DEMO_RUNS: list[tuple[Any, dict[str, Any]]] = [
     (flaky, {}),
     (slow, {}),
 ]
+
+
+@job("showcase.release_build", state=OUTPUT)
+def release_build(ctx: RunContext, *, ref: str) -> dict[str, str]:
+    """The release's first step: builds the site at ``ref``."""
+    _, say = printer(ctx)
+    say(f"{BOLD}building {ref}{RESET}")
+    say(f"  {GREEN}ok{RESET}    site-{ref}.tar.gz")
+    return {"artifact": f"site-{ref}.tar.gz"}
+
+
+@job("showcase.release_check", state=OUTPUT)
+def release_check(ctx: RunContext, *, suite: str) -> dict[str, str]:
+    """Checks the build its dependency made (``ctx.upstream``)."""
+    _, say = printer(ctx)
+    artifact = ctx.upstream["build"].result["artifact"]
+    say(f"{BOLD}{suite} checks{RESET} of {artifact}")
+    say(f"  {GREEN}passed{RESET}")
+    return {"suite": suite, "artifact": artifact}
+
+
+@job("showcase.release_deploy", state=OUTPUT)
+def release_deploy(ctx: RunContext) -> str:
+    """Waits (holding no worker) for the signal ``approval``, then deploys. The line it
+    prints before waiting is a step: the run goes on from the top once approved, and the
+    step is not done twice."""
+    _, say = printer(ctx)
+    ctx.step("asked", say, "waiting for the signal approval (send it from this page)")
+    approval = ctx.wait_for("approval", timeout=timedelta(days=7))
+    artifact = ctx.upstream["unit"].result["artifact"]
+    by = approval.get("by", "someone") if isinstance(approval, dict) else "someone"
+    say(f"{GREEN}approved{RESET} by {by}: deploying {artifact}")
+    return f"deployed {artifact}"
+
+
+#: The release the demo starts: its steps wait for each other, the deploy for a person.
+release = workflow(
+    "showcase.release",
+    steps=[
+        Step("build", release_build, args=lambda given: {"ref": given["ref"]}),
+        Step("unit", release_check, after=["build"], args={"suite": "unit"}),
+        Step("e2e", release_check, after=["build"], args={"suite": "end-to-end"}),
+        Step("deploy", release_deploy, after=["unit", "e2e"], args={}),
+    ],
+)

@@ -248,3 +248,28 @@ def test_browser_live_client_drops_a_run_frame_older_than_the_one_it_kept(
     """live.js keeps the run frame with the highest version: a late, older one is dropped."""
     page = signed_in(browser, server, "guest")
     assert page.evaluate(FRAMES_OUT_OF_ORDER) == {"id": "r", "status": "done", "version": 3}
+
+
+def release_phase(page: Page, step: str):  # type: ignore[no-untyped-def]
+    return page.locator(f'#steps tr[data-step="{step}"] .phase')
+
+
+def test_browser_owner_approves_the_release_while_a_guest_watches(
+    browser: Browser, server: str
+) -> None:
+    """The demo's release workflow builds and checks, then its deploy waits for an
+    approval; the owner approves it from the release page (a signal over the live
+    socket), and a guest, who has no button, sees the deploy go on and end."""
+    guest = signed_in(browser, server, "guest")
+    guest.goto(f"{server}/release/")
+    owner = signed_in(browser, server, "owner")
+    owner.goto(f"{server}/release/")
+    expect(guest.locator("#approve")).to_have_count(0)
+    for page in (guest, owner):
+        for step in ("build", "unit", "e2e"):
+            expect(release_phase(page, step)).to_have_text("done")
+        expect(release_phase(page, "deploy")).to_have_text("waiting for approval")
+    expect(owner.locator("#approve")).to_be_enabled()
+    owner.click("#approve")
+    expect(release_phase(guest, "deploy")).to_have_text("done")
+    expect(release_phase(owner, "deploy")).to_have_text("done")

@@ -114,5 +114,14 @@ export function connectLive({ documents = [], onChange, onError }) {
       }
       socket.send(JSON.stringify({ type: "abort", run: runId, request_id: crypto.randomUUID() }));
     },
+    signal(runId, name, payload) {
+      if (socket.readyState !== WebSocket.OPEN) {
+        onError?.({ type: "error", code: "disconnected", message: "not connected yet; try again" });
+        return;
+      }
+      socket.send(JSON.stringify({
+        type: "signal", run: runId, name, payload, request_id: crypto.randomUUID(),
+      }));
+    },
   };
 }

@@ -10,21 +10,21 @@ from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from django_weft.models import Module, Run, Schedule
-from django_weft.operations import start
+from django_weft.models import Module, Run, Schedule, Workflow
+from django_weft.operations import start, start_workflow
 from django_weft.sandbox.modules import save_module
 from example_project.content.reports import (
     DAILY_REPORT,
     DAILY_REPORT_SCHEDULE,
     DAILY_REPORT_SOURCE,
 )
-from example_project.showcase.jobs import DEMO_RUNS
+from example_project.showcase.jobs import DEMO_RUNS, release
 
 
 class Command(BaseCommand):
     help = (
         "Create the demo schedules and users (admin, owner, guest) if they are missing, and"
-        " start the showcase's runs once."
+        " start the showcase's runs and its release workflow once."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -75,3 +75,7 @@ class Command(BaseCommand):
             for showcase, args in DEMO_RUNS:
                 start(showcase, args)
                 self.stdout.write(f"started a run of {showcase.name}")
+        if not Workflow.objects.exists():
+            owner = User.objects.get(username="owner")
+            start_workflow(release, {"ref": "v1.0"}, owner=owner, key="release-v1.0")
+            self.stdout.write("started the workflow showcase.release, owned by owner")
