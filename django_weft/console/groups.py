@@ -19,7 +19,8 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from django_weft import access, operations
+from django_weft import operations
+from django_weft.console.flow_pages import FlowPage
 from django_weft.console.moment_columns import moment_column
 from django_weft.console.refusals import act
 from django_weft.models import Group
@@ -30,7 +31,7 @@ else:
     GroupAdminBase = admin.ModelAdmin
 
 
-class GroupAdmin(GroupAdminBase):
+class GroupAdmin(FlowPage, GroupAdminBase):
     """A group's page and list: read-only, with the abort and seal actions."""
 
     list_display = ["__str__", "owner", "progress", "condition", "state", "created"]
@@ -99,25 +100,6 @@ class GroupAdmin(GroupAdminBase):
             return "-"
         url = reverse("admin:django_weft_run_change", args=[group.callback_run_id])
         return format_html("<a href='{}'><code>{}</code></a>", url, group.callback_run_id)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Group | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Group | None = None) -> bool:
-        return False
-
-    def has_view_permission(self, request: HttpRequest, obj: Group | None = None) -> bool:
-        """Whoever may open the run list opens the groups (``view_run`` or
-        ``change_run``): which runs were started together is in every run's guest view,
-        and the callbacks' args are not shown here."""
-        user = request.user
-        return user.has_perm(access.VIEW_RUN) or user.has_perm(access.CHANGE_RUN)
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return self.has_view_permission(request)
 
     @admin.action(description=gettext_lazy("Abort selected groups"))
     def abort_action(self, request: HttpRequest, queryset: QuerySet[Group]) -> None:

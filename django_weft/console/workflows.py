@@ -23,6 +23,7 @@ from django.utils.translation import gettext_lazy
 
 from django_weft import access, operations
 from django_weft.console import formatting
+from django_weft.console.flow_pages import FlowPage
 from django_weft.console.moment_columns import moment_column
 from django_weft.console.refusals import act
 from django_weft.live import projections
@@ -47,7 +48,7 @@ def layers(steps: list[WorkflowStep]) -> list[list[WorkflowStep]]:
     return found
 
 
-class WorkflowAdmin(WorkflowAdminBase):
+class WorkflowAdmin(FlowPage, WorkflowAdminBase):
     """A workflow's page and list: read-only, with retry-step buttons and the abort action."""
 
     list_display = ["__str__", "owner", "status", "progress", "created", "ended"]
@@ -197,25 +198,6 @@ class WorkflowAdmin(WorkflowAdminBase):
                 messages.SUCCESS,
             )
         return redirect("admin:django_weft_workflow_change", workflow.pk)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Workflow | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Workflow | None = None) -> bool:
-        return False
-
-    def has_view_permission(self, request: HttpRequest, obj: Workflow | None = None) -> bool:
-        """Whoever may open the run list opens the workflows (``view_run`` or
-        ``change_run``): a workflow's graph and phases are in its steps' guest views,
-        and its args and results are not shown here."""
-        user = request.user
-        return user.has_perm(access.VIEW_RUN) or user.has_perm(access.CHANGE_RUN)
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return self.has_view_permission(request)
 
     @admin.action(description=gettext_lazy("Abort selected workflows"))
     def abort_action(self, request: HttpRequest, queryset: QuerySet[Workflow]) -> None:

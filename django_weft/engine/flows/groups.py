@@ -23,9 +23,10 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 
+from django_weft.engine.flows.keys import insert_keyed, started_before
 from django_weft.engine.runs.bulk_starting import insert_many
 from django_weft.engine.runs.starting import StartRequest, insert_run, scoped_key
 from django_weft.exceptions import GroupClosed, InvalidBatchItem
@@ -77,29 +78,24 @@ def start_group(
     """
     stored_key = None if key is None else scoped_key(key, owner)
     with transaction.atomic():
-        if stored_key is not None:
-            existing = Group.objects.filter(idempotency_key=stored_key).first()
-            if existing is not None:
-                return existing, False
-        group = Group(
-            name=name,
-            owner=cast(Any, owner),
-            idempotency_key=stored_key,
-            condition=condition,
-            callback_job=callback.job.name if callback is not None else "",
-            callback_args=_callback_args(callback, owner),
-            failure_job=on_failure.job.name if on_failure is not None else "",
-            failure_args=_callback_args(on_failure, owner),
-            created_at=now,
-        )
-        try:
-            with transaction.atomic():
-                group.save(force_insert=True)
-        except IntegrityError:
-            existing = Group.objects.filter(idempotency_key=stored_key).first()
-            if stored_key is None or existing is None:
-                raise
+        existing = started_before(Group, stored_key)
+        if existing is not None:
             return existing, False
+        group, made = insert_keyed(
+            Group(
+                name=name,
+                owner=cast(Any, owner),
+                idempotency_key=stored_key,
+                condition=condition,
+                callback_job=callback.job.name if callback is not None else "",
+                callback_args=_callback_args(callback, owner),
+                failure_job=on_failure.job.name if on_failure is not None else "",
+                failure_args=_callback_args(on_failure, owner),
+                created_at=now,
+            )
+        )
+        if not made:
+            return group, False
         _add(group, members, now, changes)
         if sealed:
             seal(group, now=now, changes=changes)

@@ -27,9 +27,10 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 
+from django_weft.engine.flows.keys import insert_keyed, started_before
 from django_weft.engine.runs.starting import StartRequest, insert_run, scoped_key
 from django_weft.exceptions import InvalidArgs, InvalidWorkflowStep, StepNotRetriable
 from django_weft.jobs.registry import registry
@@ -77,28 +78,23 @@ def start_workflow(
     given = dict(args or {})
     stored_key = None if key is None else scoped_key(key, owner)
     with transaction.atomic():
-        if stored_key is not None:
-            existing = Workflow.objects.filter(idempotency_key=stored_key).first()
-            if existing is not None:
-                return existing, False
-        workflow = Workflow(
-            name=definition.name,
-            version=definition.version,
-            owner=cast(Any, owner),
-            idempotency_key=stored_key,
-            args=given,
-            created_at=now,
-            total=len(definition.steps),
-            unfinished=len(definition.steps),
-        )
-        try:
-            with transaction.atomic():
-                workflow.save(force_insert=True)
-        except IntegrityError:
-            existing = Workflow.objects.filter(idempotency_key=stored_key).first()
-            if stored_key is None or existing is None:
-                raise
+        existing = started_before(Workflow, stored_key)
+        if existing is not None:
             return existing, False
+        workflow, made = insert_keyed(
+            Workflow(
+                name=definition.name,
+                version=definition.version,
+                owner=cast(Any, owner),
+                idempotency_key=stored_key,
+                args=given,
+                created_at=now,
+                total=len(definition.steps),
+                unfinished=len(definition.steps),
+            )
+        )
+        if not made:
+            return workflow, False
         steps = []
         for position, step in enumerate(definition.steps):
             request = StartRequest(
