@@ -1,6 +1,7 @@
 """Workflows in the console: each workflow's graph (its steps in layers, each with its
-phase, run and duration), *retry step* on a step that did not end done, and *abort*,
-all through the service layer.
+phase, run and duration), *retry step* on a step that did not end done, *abort*, and
+*start a workflow* (:mod:`django_weft.console.workflow_start`), all through the service
+layer.
 
 Workflows are written by their starts and their steps' finishes, never here: the page is
 read-only, as a run's is. A step's run links to its run page, where a guest sees what
@@ -22,7 +23,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from django_weft import access, operations
-from django_weft.console import formatting
+from django_weft.console import formatting, workflow_start
 from django_weft.console.flow_pages import FlowPage
 from django_weft.console.moment_columns import moment_column
 from django_weft.console.refusals import act
@@ -67,6 +68,7 @@ class WorkflowAdmin(FlowPage, WorkflowAdminBase):
     )
     actions = ["abort_action"]
     change_form_template = "admin/django_weft/workflow/change_form.html"
+    change_list_template = "admin/django_weft/workflow/change_list.html"
     created = moment_column("created_at", gettext_lazy("created"))
     ended = moment_column("ended_at", gettext_lazy("ended"))
 
@@ -76,6 +78,7 @@ class WorkflowAdmin(FlowPage, WorkflowAdminBase):
     def get_urls(self) -> list[URLPattern]:
         wrap = self.admin_site.admin_view
         return [
+            path("start/", wrap(self.start_view), name="django_weft_workflow_start"),
             path(
                 "<path:object_id>/steps/<str:step>/retry/",
                 wrap(self.retry_step_view),
@@ -178,6 +181,17 @@ class WorkflowAdmin(FlowPage, WorkflowAdminBase):
                     retriable.append((step.name, url))
         context = {**(extra_context or {}), "weft_retriable_steps": retriable}
         return super().change_view(request, object_id, form_url, context)
+
+    def start_view(self, request: HttpRequest) -> HttpResponse:
+        """*Start a workflow*: see :mod:`django_weft.console.workflow_start`."""
+        return workflow_start.start_view(self, request)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """The list, with *Start a workflow* for those who may start runs."""
+        context = {**(extra_context or {}), "weft_may_start": access.may_start_runs(request.user)}
+        return super().changelist_view(request, context)
 
     def retry_step_view(self, request: HttpRequest, object_id: str, step: str) -> HttpResponse:
         """*Retry step* on the workflow's page: the step again, and what did not end

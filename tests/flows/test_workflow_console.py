@@ -155,3 +155,28 @@ def test_the_api_retries_a_step_and_refuses_one_that_cannot_be(rehearsal: Rehear
     assert Run.objects.get(pk=unit["run"]).status == RunStatus.QUEUED
     aborted = client.post(f"/api/weft/workflows/{workflow.pk}/abort/")
     assert (aborted.status_code, aborted.json()["status"]) == (202, "aborted")
+
+
+def test_the_console_starts_a_workflow_as_the_signed_in_user() -> None:
+    starter = user("starter", "add_run", "view_run")
+    client = signed_in(starter)
+    listed = client.get(reverse("admin:django_weft_workflow_changelist")).content.decode()
+    assert "Start a workflow" in listed
+    form_url = reverse("admin:django_weft_workflow_start")
+    refused = client.post(form_url, {"workflow": "tests.release", "args": "{}"})
+    assert refused.status_code == 200
+    assert "its args could not be made" in refused.content.decode(), "named on the form"
+    assert not Workflow.objects.exists()
+    started = client.post(form_url, {"workflow": "tests.release", "args": '{"ref": "f1"}'})
+    workflow = Workflow.objects.get()
+    assert started.url == reverse("admin:django_weft_workflow_change", args=[workflow.pk])
+    assert (workflow.owner, workflow.args) == (starter, {"ref": "f1"})
+    record = AuditRecord.objects.get(action=AuditAction.WORKFLOW_START)
+    assert record.via == "admin"
+
+    watcher = signed_in(user("watcher", "view_run"))
+    assert (
+        "Start a workflow"
+        not in watcher.get(reverse("admin:django_weft_workflow_changelist")).content.decode()
+    )
+    assert watcher.get(form_url).status_code == 403
