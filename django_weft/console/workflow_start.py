@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -48,7 +49,7 @@ class WorkflowStartForm(forms.Form):
 def start_view(page: admin.ModelAdmin[Any], request: HttpRequest) -> HttpResponse:
     """The form, and on a valid POST the start; a refusal shows on the form, as typed."""
     if not access.may_start_runs(request.user):
-        raise Forbidden(access.refusal(_("start a workflow"), access.ADD_RUN), access.ADD_RUN)
+        raise PermissionDenied(access.refusal(_("start a workflow"), access.ADD_RUN))
     form = WorkflowStartForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
