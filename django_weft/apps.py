@@ -12,8 +12,9 @@ from django_weft import (
 from django_weft.checks import module_list_problem
 from django_weft.conf import weft_settings
 
-PACKAGE_JOB_MODULES = ("django_weft.sandbox.jobs",)
-"""Job modules of the package itself, loaded like every app's (``weft.module``, ...).
+PACKAGE_JOB_MODULES = ("django_weft.sandbox.jobs", "django_weft.operations.workflow_jobs")
+"""Job modules of the package itself, loaded like every app's (``weft.module``,
+``weft.start_workflow``).
 
 They import models, so they load in :meth:`WeftConfig.ready`, once the models are.
 """

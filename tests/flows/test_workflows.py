@@ -15,8 +15,10 @@ from django.db import connection
 
 from django_weft.engine.flows.workflows import CANCELLED
 from django_weft.engine.outcomes.finishing import finish
+from django_weft.engine.schedules.saving import save_schedule
 from django_weft.exceptions import (
     Forbidden,
+    InvalidArgs,
     InvalidWorkflowStep,
     StepNotRetriable,
     UnknownWorkflow,
@@ -27,8 +29,10 @@ from django_weft.live.changes import Changes
 from django_weft.models import (
     AuditAction,
     AuditRecord,
+    LastStatus,
     Run,
     RunStatus,
+    Schedule,
     Workflow,
     WorkflowStatus,
 )
@@ -40,7 +44,7 @@ from django_weft.operations import (
     start_workflow,
     start_workflow_for,
 )
-from django_weft.testing import Rehearsal
+from django_weft.testing import DrivenClock, Rehearsal
 from django_weft.timing import clocks
 from tests.observe.conftest import scrape, value
 from tests.threads import together
@@ -48,6 +52,7 @@ from tests.threads import together
 pytestmark = pytest.mark.django_db(transaction=True)
 
 NOW = timedelta(0)
+HOUR = timedelta(hours=1)
 
 
 def step_runs(workflow: Workflow) -> dict[str, Run]:
@@ -290,3 +295,37 @@ def test_workflow_end_is_counted_by_outcome_for_the_metrics(rehearsal: Rehearsal
             before, "weft_workflows_ended_total", outcome=outcome
         )
         assert grew == 1, outcome
+
+
+def test_a_schedule_fires_a_workflow_through_the_start_workflow_job(
+    clock: DrivenClock, rehearsal: Rehearsal
+) -> None:
+    """A schedule of ``weft.start_workflow`` starts the workflow it names at its moment;
+    the starting run's result is the workflow, which runs to its end."""
+    row = save_schedule(
+        Schedule(
+            name="release at noon",
+            job="weft.start_workflow",
+            args={"workflow": "tests.release", "args": {"ref": "noon"}},
+            at=clock.now(),
+        )
+    )
+    drain(rehearsal)
+    (starter,) = Run.objects.filter(schedule=row)
+    workflow = Workflow.objects.get()
+    assert (starter.status, starter.result) == (RunStatus.DONE, str(workflow.pk))
+    assert workflow.args == {"ref": "noon"}
+    workflow.refresh_from_db()
+    assert workflow.status == WorkflowStatus.DONE
+    row.refresh_from_db()
+    assert row.last_status == LastStatus.OK
+
+
+def test_the_start_workflow_job_refuses_a_workflow_nobody_defined() -> None:
+    with pytest.raises(InvalidArgs, match=r'workflow: no workflow named "tests\.nope"'):
+        save_schedule(
+            Schedule(
+                name="nope", job="weft.start_workflow", args={"workflow": "tests.nope"}, every=HOUR
+            )
+        )
+    assert not Schedule.objects.exists()
