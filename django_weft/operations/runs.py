@@ -24,6 +24,7 @@ from django_weft.exceptions import (
     RunFinished,
     RunNotFinished,
     RunNotFound,
+    StepNotRetriable,
 )
 from django_weft.jobs.registry import Job, check_priority, registry
 from django_weft.live import publisher
@@ -32,6 +33,7 @@ from django_weft.models import (
     AuditAction,
     Document,
     Run,
+    WorkflowStep,
 )
 from django_weft.timing import clocks
 
@@ -355,6 +357,14 @@ def retry_for(user: User, run: Run) -> Run:
     )
     if not run.is_finished:
         raise RunNotFinished(run.pk, run.status)
+    if run.workflow_id is not None:
+        # A loose copy would run outside its workflow, whose steps after it would never
+        # hear of it: a step is retried as a step.
+        step = WorkflowStep.objects.filter(run=run).values_list("name", flat=True).first()
+        raise StepNotRetriable(
+            step or run.job,
+            f"run {run.pk} is a step of workflow {run.workflow_id}: retry the step there",
+        )
     again = StartRequest(registry.get(run.job), run.args, priority=run.priority, retry_of=run)
     with transaction.atomic():
         retried, _started = _start_as(user, again)

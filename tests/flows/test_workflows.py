@@ -39,6 +39,7 @@ from django_weft.models import (
 from django_weft.operations import (
     abort_workflow,
     abort_workflow_for,
+    retry_for,
     retry_step,
     retry_step_for,
     start_workflow,
@@ -329,3 +330,13 @@ def test_the_start_workflow_job_refuses_a_workflow_nobody_defined() -> None:
             )
         )
     assert not Schedule.objects.exists()
+
+
+def test_a_steps_run_is_retried_as_a_step_not_as_a_loose_run(rehearsal: Rehearsal) -> None:
+    workflow = start_workflow("tests.release", {"ref": "r1", "flaky": ["unit"]})
+    drain(rehearsal)
+    failed = step_runs(workflow)["unit"]
+    admin = get_user_model().objects.create_superuser("admin")
+    with pytest.raises(StepNotRetriable, match="step unit cannot be retried: .* retry the step"):
+        retry_for(admin, failed)
+    assert Run.objects.filter(retry_of=failed).count() == 0
