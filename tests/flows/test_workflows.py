@@ -337,6 +337,6 @@ def test_a_steps_run_is_retried_as_a_step_not_as_a_loose_run(rehearsal: Rehearsa
     drain(rehearsal)
     failed = step_runs(workflow)["unit"]
     admin = get_user_model().objects.create_superuser("admin")
-    with pytest.raises(StepNotRetriable, match="step unit cannot be retried: .* retry the step"):
+    with pytest.raises(StepNotRetriable, match=r"step unit cannot be retried: .* retry the step"):
         retry_for(admin, failed)
     assert Run.objects.filter(retry_of=failed).count() == 0
