@@ -36,6 +36,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import hashlib
+import inspect
 import logging
 import uuid
 from collections import defaultdict
@@ -258,13 +259,22 @@ def _send_on_home_loop(layer: BaseChannelLayer, messages: list[Message]) -> None
     home = _home_loop
     if home is None or not home.is_running():
         return  # the sockets' loop ended meanwhile: nobody hears this layer
-    future = asyncio.run_coroutine_threadsafe(_send_all(layer, messages), home)
+    sending = _send_all(layer, messages)
+    try:
+        future = asyncio.run_coroutine_threadsafe(sending, home)
+    except RuntimeError:
+        # The loop closed since it was seen running: nobody hears this layer, and the
+        # send that will never start is closed rather than left to warn when collected.
+        sending.close()
+        return
     try:
         # The send gives up after PUBLISH_TIMEOUT on the loop; a loop too busy to start
         # it is waited for as long again.
         future.result(2 * PUBLISH_TIMEOUT)
     except concurrent.futures.TimeoutError:
         future.cancel()
+        if inspect.getcoroutinestate(sending) == inspect.CORO_CREATED:
+            sending.close()  # the loop never started it (it stopped meanwhile)
         raise
 
 
