@@ -17,6 +17,7 @@ cat <<EOT
   django-weft example: one process runs the worker, the pages and the live sockets.
     Site:       http://127.0.0.1:$PORT/
     Shell:      http://127.0.0.1:$PORT/shell/   (owner/owner runs commands, guest/guest watches)
+    Release:    http://127.0.0.1:$PORT/release/ (owner approves the deploy, guest watches)
     Admin:      http://127.0.0.1:$PORT/admin/   (admin/admin)
     Console:    http://127.0.0.1:$PORT/admin/django_weft/overview/
     API:        http://127.0.0.1:$PORT/api/

@@ -183,7 +183,7 @@ SHOWCASE = """
 import json
 from django_weft.models import Run
 print(json.dumps({run.job: [run.status, run.attempt, run.error_type, str(run.pk)]
-                  for run in Run.objects.filter(job__startswith="showcase.")}))
+                  for run in Run.objects.filter(job__startswith="showcase.", workflow=None)}))
 """
 UNARMED = """
 from django_weft.models import Schedule

@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.core.exceptions import ValidationError
 from django.db import connection
 
 from django_weft.engine.flows.workflows import CANCELLED
@@ -18,7 +19,6 @@ from django_weft.engine.outcomes.finishing import finish
 from django_weft.engine.schedules.saving import save_schedule
 from django_weft.exceptions import (
     Forbidden,
-    InvalidArgs,
     InvalidWorkflowStep,
     StepNotRetriable,
     UnknownWorkflow,
@@ -323,7 +323,7 @@ def test_a_schedule_fires_a_workflow_through_the_start_workflow_job(
 
 
 def test_the_start_workflow_job_refuses_a_workflow_nobody_defined() -> None:
-    with pytest.raises(InvalidArgs, match=r'workflow: no workflow named "tests\.nope"'):
+    with pytest.raises(ValidationError, match=r'workflow: no workflow named "tests\.nope"'):
         save_schedule(
             Schedule(
                 name="nope", job="weft.start_workflow", args={"workflow": "tests.nope"}, every=HOUR
