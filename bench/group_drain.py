@@ -68,7 +68,7 @@ def main() -> None:
             requests = [StartRequest(noop) for _ in range(options.runs)]
             if what == "plain":
                 for begin in range(0, options.runs, BATCH):
-                    start_many(requests[begin : begin + BATCH])
+                    start_many(noop, [None] * len(requests[begin : begin + BATCH]))
             else:
                 group = start_group([], callback=Callback(gathered), sealed=False)
                 for begin in range(0, options.runs, BATCH):

@@ -1,13 +1,13 @@
 """Groups: many runs started together, and a callback once the last of them ended.
 
 A group is a row (:class:`~django_weft.models.Group`) with counters. Its members are
-ordinary runs pointing at it; each member's finish (:func:`member_ended`, called by the
-finish step in its transaction) takes one from ``unfinished`` and adds one to its
-outcome, under the group's row lock. The transaction that takes ``unfinished`` to zero
-in a sealed group starts the callback, in the same transaction: exactly once, however
-many workers finish members at the same moment, and not at all if that finish rolls
-back (it is then done again with the retried finish). A retried member has not ended:
-only its last attempt counts.
+ordinary runs pointing at it; each member's finish (:func:`members_ended`, called by the
+finish step in its transaction, for a worker's round of members at once) takes one from
+``unfinished`` and adds one to its outcome, under the group's row lock. The transaction
+that takes ``unfinished`` to zero in a sealed group starts the callback, in the same
+transaction: exactly once, however many workers finish members at the same moment, and
+not at all if that finish rolls back (it is then done again with the retried finish). A
+retried member has not ended: only its last attempt counts.
 
 A group may be built in batches: :func:`start_group` with ``sealed=False``, then
 :func:`add_members` as often as needed, then :func:`seal`. Until it is sealed its
@@ -17,15 +17,17 @@ callback does not start, even when every member so far has ended.
 from __future__ import annotations
 
 import uuid
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 
+from django_weft.engine.database import sql
 from django_weft.engine.flows.keys import insert_keyed, started_before
 from django_weft.engine.runs.bulk_starting import insert_many
 from django_weft.engine.runs.starting import StartRequest, insert_run, scoped_key
@@ -129,20 +131,42 @@ def seal(group: Group, *, now: datetime, changes: Changes) -> bool:
     return bool(sealed)
 
 
-def member_ended(run: Run, *, now: datetime, changes: Changes) -> None:
-    """Count the end of ``run``, a member of a group, in the caller's (the finish's)
-    transaction; the last member of a sealed group ends it."""
-    counter = COUNTERS.get(RunStatus(run.status))
-    if counter is None or run.group_id is None:
-        return
-    Group.objects.filter(pk=run.group_id).update(
-        unfinished=F("unfinished") - 1, **{counter: F(counter) + 1}
-    )
-    # The update holds the row's lock until the finish commits: the finish that reads
-    # zero here is the only one that does.
-    group = Group.objects.get(pk=run.group_id)
-    if group.unfinished == 0 and group.is_sealed and not group.has_ended:
-        _end(group, now, changes)
+def members_ended(runs: Sequence[Run], now: datetime, changes: Changes) -> None:
+    """Count the ends of ``runs``, members of groups finished together (a worker's round
+    of plain finishes), in the caller's transaction: one update a group, not one a
+    member, so that a group drains as fast as plain runs. The groups are updated in the
+    order of their ids, so that two workers' rounds never wait for each other in a
+    circle. Each update holds its group's row lock until the caller commits: the
+    transaction that reads zero ends its group, and it is the only one that does."""
+    counts: dict[uuid.UUID, Counter[str]] = defaultdict(Counter)
+    for run in runs:
+        counter = COUNTERS.get(RunStatus(run.status))
+        if counter is not None and run.group_id is not None:
+            counts[run.group_id][counter] += 1
+    for group_id in sorted(counts):
+        if _count_ends(group_id, counts[group_id]):
+            _end(Group.objects.get(pk=group_id), now, changes)
+
+
+def _count_ends(group_id: uuid.UUID, ended: Counter[str]) -> bool:
+    """Take ``ended`` from the group's unfinished members and add it to their outcomes,
+    in one statement that also says whether that ended the group (none unfinished, the
+    group sealed and not ended before): a round trip a group, not two."""
+    unfinished = sql.column(Group, "unfinished")
+    assignments = [f"{unfinished} = {unfinished} - %s"]
+    params: list[Any] = [ended.total()]
+    for name, count in sorted(ended.items()):
+        assignments.append(f"{sql.column(Group, name)} = {sql.column(Group, name)} + %s")
+        params.append(count)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {sql.table(Group)} SET {', '.join(assignments)} "
+            f"WHERE {sql.column(Group, 'id')} = %s RETURNING {unfinished}, "
+            f"{sql.column(Group, 'sealed_at')}, {sql.column(Group, 'ended_at')}",
+            [*params, sql.prep(Group, "id", group_id)],
+        )
+        found = cursor.fetchone()
+    return found is not None and found[0] == 0 and found[1] is not None and found[2] is None
 
 
 def _add(

@@ -28,7 +28,7 @@ from django.db import connection, transaction
 
 from django_weft import tracing
 from django_weft.engine.database import sql
-from django_weft.engine.flows.groups import member_ended
+from django_weft.engine.flows.groups import members_ended
 from django_weft.engine.flows.workflows import CANCELLED, step_ended
 from django_weft.engine.outcomes.hooks import run_finish_hook
 from django_weft.engine.schedules.scheduler import record_on_schedule
@@ -93,14 +93,15 @@ class AttemptReport:
 def is_plain(report: AttemptReport) -> bool:
     """Whether the outcome is the run's last word and nothing else is written with it.
 
-    No finish hook, no schedule to carry it to, no group to count it, no workflow to go
-    on with, no retry, not a wait: then the finish is one row of a conditional update
-    that all of a round's plain finishes share (:func:`finish_plain`).
+    No finish hook, no schedule to carry it to, no workflow to go on with, no retry, not
+    a wait: then the finish is one row of a conditional update that all of a round's
+    plain finishes share (:func:`finish_plain`). A group's member is plain too: the
+    round's members are counted once a group (:func:`~django_weft.engine.flows.groups.
+    members_ended`).
     """
     if (
         report.run is None
         or report.schedule_id is not None
-        or report.run.group_id is not None
         or report.run.workflow_id is not None
         or report.status == RunStatus.WAITING
     ):
@@ -167,6 +168,7 @@ def finish_plain(reports: Sequence[AttemptReport], *, now: datetime, changes: Ch
                 run.error_traceback = report.error.traceback
                 recorded.append(run)
                 changes.run(run.pk)
+        members_ended([run for run in recorded if run.group_id is not None], now, changes)
         transaction.on_commit(partial(_announce_all, recorded))
     for run in recorded:
         logger.debug("finished %s run %s: %s", run.job, run.pk, run.status)
@@ -354,7 +356,7 @@ def finish(
         if run.schedule_id is not None:
             record_on_schedule(run, now, changes)
         if run.group_id is not None:
-            member_ended(run, now=now, changes=changes)
+            members_ended([run], now, changes)
         if run.workflow_id is not None:
             for cancel in step_ended(run, now=now, changes=changes):
                 finish(

@@ -49,8 +49,8 @@ class Recorded:
 
     #: The executions whose report was recorded or discarded: no longer running here.
     done: list[Execution] = field(default_factory=list)
-    #: Whether a report took the full finish (hook, schedule, retry), which may have
-    #: queued runs to claim.
+    #: Whether a report took the full finish (hook, schedule, retry) or ended a group's
+    #: member, which may have queued runs to claim.
     finished_fully: bool = False
     #: The earliest retry those finishes set, if any.
     retry_at: datetime | None = None
@@ -102,6 +102,9 @@ class Reports:
             ]
             if plain:
                 finish_plain([report for _, report in plain], now=now, changes=changes)
+                # The last member of a group starts its callback in that finish.
+                if any(report.run is not None and report.run.group_id for _, report in plain):
+                    recorded.finished_fully = True
             finished = {id(entry) for entry in plain} | held_back
             for entry in waiting:
                 if id(entry) in finished:
