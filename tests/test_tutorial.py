@@ -182,7 +182,7 @@ def page(opener: urllib.request.OpenerDirector, url: str) -> str:
 SHOWCASE = """
 import json
 from django_weft.models import Run
-print(json.dumps({run.job: [run.status, run.attempt, run.error_type, str(run.pk)]
+print(json.dumps({run.job: [run.status, run.attempt, run.error_type, str(run.pk), run.result]
                   for run in Run.objects.filter(job__startswith="showcase.", workflow=None)}))
 """
 UNARMED = """
@@ -223,7 +223,7 @@ def test_tutorial_followed_in_order(site: Site) -> None:
             what=f"log line {wanted!r}",
         )
     outcomes = re.findall(r"^\| `(showcase\.\w+)` \|.*\| `(\w+)`[^|]*\|$", step, re.M)
-    assert len(outcomes) == 4, outcomes
+    assert len(outcomes) == 7, outcomes
 
     def showcase() -> dict[str, list[str]]:
         return dict(json.loads(site.shell(SHOWCASE)))
@@ -235,6 +235,13 @@ def test_tutorial_followed_in_order(site: Site) -> None:
     runs = showcase()
     assert runs["showcase.flaky"][1] == 3, runs
     assert runs["showcase.slow"][2] == "Timeout", runs
+    assert runs["showcase.checkout"][1] == 2, runs
+    assert runs["showcase.checkout"][4] == {
+        "order": 1042,
+        "charged_on_attempt": 1,
+        "shipped_on_attempt": 2,
+    }, runs
+    assert runs["showcase.album_ready"][4]["summary"]["done"] == 6, runs
     admin = signed_in(site, "admin", "admin")
     for address in readme_addresses():
         page(admin, address.replace(f":{DOC_PORT}/", f":{site.port}/"))

@@ -3,7 +3,8 @@ release workflow that waits for a person's approval.
 
 ``manage.py demo`` starts one run of each (:data:`DEMO_RUNS`), so the operator's console
 shows a run with coloured output, a failed run with its traceback, a run retried twice
-before it succeeded (its attempts kept) and a run stopped by its timeout; and one
+before it succeeded (its attempts kept), a run stopped by its timeout and a checkout
+that charges once though it is retried; a group of thumbnails with its callback; and one
 :data:`release` (build, then the unit and end-to-end checks side by side, then a deploy
 that waits for the signal ``approval``, which its owner sends from the run's page).
 """
@@ -14,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from django_weft import OutputBuffer, Retry, RunContext, StateSpec, Step, job, workflow
+from django_weft.models import Group
 
 #: Each showcase run writes its terminal output here, as the shell job does.
 OUTPUT = StateSpec("showcase.output", initial=lambda: {"output": ""})
@@ -79,13 +81,42 @@ def slow(ctx: RunContext) -> None:
         ctx.sleep(1)
 
 
+@job("showcase.checkout", retry=Retry(max_attempts=3, backoff=1, jitter=0))
+def checkout(ctx: RunContext, *, order: int) -> dict[str, int]:
+    """Charges the card in a durable step, then the shipping service fails the first
+    attempt: the retry ships, and reads the charge recorded by the first attempt instead
+    of charging again."""
+    charge = ctx.step("charge", lambda: {"order": order, "charged_on_attempt": ctx.attempt})
+    if ctx.attempt == 1:
+        raise ConnectionError("the shipping service did not answer")
+    return {**charge, "shipped_on_attempt": ctx.attempt}
+
+
+@job("showcase.thumbnail")
+def thumbnail(ctx: RunContext, *, photo: int) -> dict[str, int]:
+    """A member of the album's group: one photo's thumbnail."""
+    return {"photo": photo, "bytes": 1000 + photo}
+
+
+@job("showcase.album_ready")
+def album_ready(ctx: RunContext, *, group: str, album: str) -> dict[str, object]:
+    """The album's callback, started once the last thumbnail ended: reads the group."""
+    finished = Group.objects.get(pk=group)
+    sizes = [r["bytes"] for r in finished.members.values_list("result", flat=True) if r]
+    return {"album": album, "summary": finished.summary(), "bytes": sum(sizes)}
+
+
 #: What ``manage.py demo`` starts once: (job, args).
 DEMO_RUNS: list[tuple[Any, dict[str, Any]]] = [
     (build, {}),
     (import_feed, {}),
     (flaky, {}),
     (slow, {}),
+    (checkout, {"order": 1042}),
 ]
+
+#: The photos of the album the demo starts as a group (with :func:`album_ready`).
+ALBUM_PHOTOS = range(1, 7)
 
 
 @job("showcase.release_build", state=OUTPUT)

@@ -10,21 +10,28 @@ from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
+from django_weft import Callback, StartRequest
 from django_weft.models import Module, Run, Schedule, Workflow
-from django_weft.operations import start, start_workflow
+from django_weft.operations import start, start_group, start_workflow
 from django_weft.sandbox.modules import save_module
 from example_project.content.reports import (
     DAILY_REPORT,
     DAILY_REPORT_SCHEDULE,
     DAILY_REPORT_SOURCE,
 )
-from example_project.showcase.jobs import DEMO_RUNS, release
+from example_project.showcase.jobs import (
+    ALBUM_PHOTOS,
+    DEMO_RUNS,
+    album_ready,
+    release,
+    thumbnail,
+)
 
 
 class Command(BaseCommand):
     help = (
         "Create the demo schedules and users (admin, owner, guest) if they are missing, and"
-        " start the showcase's runs and its release workflow once."
+        " start the showcase's runs, its album's group and its release workflow once."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -75,6 +82,12 @@ class Command(BaseCommand):
             for showcase, args in DEMO_RUNS:
                 start(showcase, args)
                 self.stdout.write(f"started a run of {showcase.name}")
+            start_group(
+                [StartRequest(thumbnail, {"photo": photo}) for photo in ALBUM_PHOTOS],
+                callback=Callback(album_ready, {"album": "summer"}),
+                name="album summer",
+            )
+            self.stdout.write("started the album's group of thumbnails")
         if not Workflow.objects.exists():
             owner = User.objects.get(username="owner")
             start_workflow(release, {"ref": "v1.0"}, owner=owner, key="release-v1.0")
