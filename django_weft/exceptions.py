@@ -223,3 +223,13 @@ class StepNotRetriable(WeftError):
         self.step = step
         self.problem = problem
         super().__init__(f"step {step} cannot be retried: {problem}")
+
+
+class MembersFailed(WeftError):
+    """A workflow's group step gathered its members and some did not end done: the
+    step fails, naming how many and the first of them."""
+
+    def __init__(self, failed: int, total: int, first: str) -> None:
+        self.failed = failed
+        self.total = total
+        super().__init__(f"{failed} of {total} members did not end done; the first: {first}")

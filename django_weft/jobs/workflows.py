@@ -18,12 +18,18 @@ naming the step, rather than when someone starts it::
 A step's dependencies are named in ``after`` and must come earlier in the list, which is
 therefore already an order in which the steps can start; a chain is a list where each
 step is after the one before (:func:`chain`).
+
+A step may be a group: with ``each``, its job runs once for each item ``each`` returns,
+all at once, and the step ends when they all have (its result is theirs, in order)::
+
+    Step("thumbnails", thumbnail, after=["scan"],
+         each=lambda args, results: [{"photo": p} for p in results["scan"]["photos"]])
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +40,10 @@ STEP_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,99}$")
 
 StepArgs = Mapping[str, Any] | Callable[[Mapping[str, Any]], Mapping[str, Any]] | None
 
+#: A group step's items: a function of the workflow's args and the results of the steps
+#: it depends on that ended done (by name), giving one member's args an item.
+StepItems = Callable[[Mapping[str, Any], Mapping[str, Any]], Iterable[Mapping[str, Any]]]
+
 
 @dataclass(frozen=True)
 class Step:
@@ -42,6 +52,11 @@ class Step:
     ``args`` is a mapping, or a function of the workflow's args that returns one; None
     (the default) gives the step the workflow's args as they are. A step whose
     dependency did not end ``done`` is cancelled, unless it ``runs_anyway``.
+
+    With ``each`` (instead of ``args``) the step is a group: once its dependencies have
+    ended, ``job`` runs once for each item of ``each(workflow_args, results)``, and the
+    step ends when every member has: ``done`` with ``{"results": [...]}`` in the items'
+    order when they all ended done, ``failed`` otherwise.
     """
 
     name: str
@@ -49,6 +64,7 @@ class Step:
     after: Sequence[str] = ()
     args: StepArgs = None
     runs_anyway: bool = False
+    each: StepItems | None = None
 
     def args_for(self, given: Mapping[str, Any]) -> Mapping[str, Any]:
         """This step's args in a workflow started with ``given``."""
@@ -82,7 +98,10 @@ class WorkflowDefinition:
         """What a second registration under this name must match: the graph and its jobs."""
         return (
             self.version,
-            tuple((s.name, s.job.name, tuple(s.after), s.runs_anyway) for s in self.steps),
+            tuple(
+                (s.name, s.job.name, tuple(s.after), s.runs_anyway, s.each is not None)
+                for s in self.steps
+            ),
         )
 
 
@@ -109,6 +128,10 @@ def check_steps(workflow_name: str, steps: Sequence[Step]) -> dict[str, Step]:
                 )
         if len(set(step.after)) != len(step.after):
             raise ValueError(f"{where}: after names a step twice")
+        if step.each is not None and (step.args is not None or not callable(step.each)):
+            raise ValueError(
+                f"{where}: each is a function giving the members' args, and takes no args"
+            )
         seen[step.name] = step
     return seen
 

@@ -83,7 +83,13 @@ class Workflow(models.Model):
 
 class WorkflowStep(models.Model):
     """A step of a started workflow, and the run that does it now (a retried step
-    points at its newest run; the earlier ones keep their ``workflow``)."""
+    points at its newest run; the earlier ones keep their ``workflow``).
+
+    A step that ``fans_out`` (a group step) runs ``job`` once for each item of its
+    group; its own run is the gathering one (``weft.gather``), waiting until the group's
+    members have ended. ``members`` keeps their ids in the items' order, so that the
+    gathered results come in that order however the members finished.
+    """
 
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="steps")
     name = models.CharField(max_length=100)
@@ -102,6 +108,20 @@ class WorkflowStep(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="workflow_step",
+    )
+    fans_out = models.BooleanField(
+        default=False, help_text="Runs its job once for each item of a group."
+    )
+    group = models.OneToOneField(
+        "django_weft.Group",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="workflow_step",
+        help_text="The group a step that fans out started, once its dependencies ended.",
+    )
+    members = models.JSONField(
+        default=list, blank=True, help_text="Its group's runs' ids, in the items' order."
     )
 
     class Meta:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from asgiref.sync import sync_to_async
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from django_weft import access
@@ -121,9 +122,10 @@ def _start(
 
 
 def abort_workflow(workflow: Workflow) -> int:
-    """Request an abort of each unfinished step of ``workflow``; how many were asked.
-    Steps no worker holds (waiting or queued) end at once; running ones at their next
-    check. The workflow ends ``aborted`` once every step has ended."""
+    """Request an abort of each unfinished step of ``workflow`` and member of its group
+    steps' groups; how many were asked. Runs no worker holds (waiting or queued) end at
+    once; running ones at their next check. The workflow ends ``aborted`` once every
+    step has ended."""
     changes = Changes()
     now = clocks.now()
     with transaction.atomic():
@@ -131,19 +133,26 @@ def abort_workflow(workflow: Workflow) -> int:
         # workflow's: the order a worker's finish takes them in.
         steps = list(
             Run.objects.select_for_update(of=("self",))
-            .filter(workflow_step__workflow=workflow)
+            .filter(
+                Q(workflow_step__workflow=workflow) | Q(group__workflow_step__workflow=workflow)
+            )
             .unfinished()
             .select_related("workflow_step")
             .order_by("pk")
         )
         workflows.request_abort(workflow, now)
         # The last steps first, so that each is aborted rather than cancelled by the
-        # abort of a step it depends on.
-        steps.sort(key=lambda run: run.workflow_step.position, reverse=True)
+        # abort of a step it depends on; the groups' members after them.
+        steps.sort(key=_position, reverse=True)
         asked = sum(finishing.abort(run, now=now, changes=changes) for run in steps)
     publisher.publish(changes)
     workflow.refresh_from_db()
     return asked
+
+
+def _position(run: Run) -> int:
+    step = getattr(run, "workflow_step", None)
+    return -1 if step is None else step.position
 
 
 def retry_step(workflow: Workflow, step: str) -> Run:

@@ -7,6 +7,7 @@ Each counts how often its function's parts really ran in a document of its run
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django_weft.engine.flows.groups import Callback
@@ -222,5 +223,64 @@ killed = workflow(
         Step("first", hang_first_time, args={}),
         Step("second", member, after=["first"], args={"number": 2}),
         Step("third", member, after=["second"], args={"number": 3}),
+    ],
+)
+
+
+# A workflow whose middle step is a group: one member for each number the scan found,
+# then a step that adds up what they returned.
+
+
+@job("tests.flows.scan")
+def scan(ctx: RunContext, *, count: int) -> dict[str, list[int]]:
+    """The album's first step: the numbers its group step fans out over."""
+    return {"numbers": list(range(count))}
+
+
+@job("tests.flows.flaky_member")
+def flaky_member(ctx: RunContext, *, number: int, flaky: bool = False) -> int:
+    """A member that fails unless its run retries another, when ``flaky``."""
+    if flaky and ctx.run.retry_of_id is None:
+        raise ValueError(f"member {number} failed")
+    return number * number
+
+
+@job("tests.flows.total")
+def total(ctx: RunContext) -> int:
+    """Adds up the results its group step gathered."""
+    return sum(ctx.upstream["squares"].result["results"])
+
+
+def album_items(given: Mapping[str, Any], results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One member for each number the scan found; ``flaky`` numbers fail first; ``broken``
+    makes no items at all, ``bad`` items a member refuses."""
+    if given.get("broken"):
+        raise KeyError("photos")
+    if given.get("bad"):
+        return [{"number": {"a set no run can store"}}]
+    flaky = given.get("flaky", [])
+    return [{"number": n, "flaky": n in flaky} for n in results["scan"]["numbers"]]
+
+
+album = workflow(
+    "tests.album",
+    steps=[
+        Step("scan", scan, args=lambda given: {"count": given["count"]}),
+        Step("squares", flaky_member, after=["scan"], each=album_items),
+        Step("total", total, after=["squares"], args={}),
+    ],
+)
+
+
+def fanned_items(given: Mapping[str, Any], _: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One member for each number given; a string gives an item no run can store."""
+    return [{"number": {n} if isinstance(n, str) else n} for n in given["numbers"]]
+
+
+fanned = workflow(
+    "tests.fanned",
+    steps=[
+        Step("squares", member, each=fanned_items),
+        Step("total", total, after=["squares"], args={}),
     ],
 )

@@ -72,3 +72,19 @@ def column_arrays(fields: Sequence[models.Field[Any, Any]]) -> str:
     """
     arrays = ", ".join(f"%s::{str(field.db_type(connection)).split('(')[0]}[]" for field in fields)
     return f"SELECT * FROM UNNEST({arrays})"
+
+
+def count_down(model: type[models.Model], pk: object, name: str) -> int | None:
+    """Take one from field ``name`` of ``model``'s row ``pk`` and return what it holds
+    now (None when there is no such row): one round trip where an update and a read
+    are two. The update holds the row's lock until the caller commits, so the one
+    transaction that reads zero is the only one that does."""
+    counter = column(model, name)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table(model)} SET {counter} = {counter} - 1 "
+            f"WHERE {column(model, 'id')} = %s RETURNING {counter}",
+            [prep(model, "id", pk)],
+        )
+        found = cursor.fetchone()
+    return None if found is None else int(found[0])

@@ -12,6 +12,10 @@ retried member has not ended: only its last attempt counts.
 A group may be built in batches: :func:`start_group` with ``sealed=False``, then
 :func:`add_members` as often as needed, then :func:`seal`. Until it is sealed its
 callback does not start, even when every member so far has ended.
+
+A group whose callback run exists before it ends (a workflow's group step: the step's
+run, ``waiting``) has that run queued when it ends, not a new one started; such a group
+may have its members that did not end done started again (:func:`retry_members`).
 """
 
 from __future__ import annotations
@@ -148,6 +152,42 @@ def members_ended(runs: Sequence[Run], now: datetime, changes: Changes) -> None:
             _end(Group.objects.get(pk=group_id), now, changes)
 
 
+def retry_members(
+    group: Group, *, callback_run: Run, now: datetime, changes: Changes
+) -> dict[uuid.UUID, Run]:
+    """Start again, in the caller's transaction, each member of the ended ``group`` that
+    did not end done, and make ``callback_run`` the run its end queues: the group ends
+    again when the new members have. The earlier runs leave the group (each new run
+    links to the one it retries). Returns the new runs by the ids of those they replace.
+    """
+    locked = Group.objects.select_for_update().get(pk=group.pk)
+    again = list(
+        Run.objects.filter(group=locked)
+        .exclude(status=RunStatus.DONE)
+        .select_related("owner")
+        .order_by("pk")
+    )
+    Run.objects.filter(pk__in=[run.pk for run in again]).update(group=None)
+    Group.objects.filter(pk=locked.pk).update(
+        ended_at=None,
+        callback_run=callback_run,
+        total=F("total") - len(again),
+        failed=0,
+        aborted=0,
+        lost=0,
+    )
+    requests = [
+        StartRequest(
+            registry.get(run.job), run.args, owner=run.owner, priority=run.priority, retry_of=run
+        )
+        for run in again
+    ]
+    runs = _add(locked, requests, now, changes)
+    if not runs:
+        _end(Group.objects.get(pk=locked.pk), now, changes)
+    return {old.pk: new for old, new in zip(again, runs, strict=True)}
+
+
 def _count_ends(group_id: uuid.UUID, ended: Counter[str]) -> bool:
     """Take ``ended`` from the group's unfinished members and add it to their outcomes,
     in one statement that also says whether that ended the group (none unfinished, the
@@ -189,10 +229,17 @@ def _add(
 
 
 def _end(group: Group, now: datetime, changes: Changes) -> None:
-    """End ``group`` (its row locked by the caller): mark it, and start its callback."""
+    """End ``group`` (its row locked by the caller): mark it, and start its callback
+    (or queue the one made before)."""
     Group.objects.filter(pk=group.pk).update(ended_at=now)
     failed = group.failed + group.aborted + group.lost > 0
     transaction.on_commit(partial(_announce, group.pk, "failed" if failed else "done"))
+    if group.callback_run_id is not None:
+        Run.objects.filter(pk=group.callback_run_id, status=RunStatus.WAITING).update(
+            status=RunStatus.QUEUED
+        )
+        changes.run(group.callback_run_id)
+        return
     use_failure = group.condition == GroupCondition.ALL_DONE and failed
     job_name = group.failure_job if use_failure else group.callback_job
     if not job_name:

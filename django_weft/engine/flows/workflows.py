@@ -8,7 +8,9 @@ their row locks: the finish that takes a step to zero queues it (or cancels it, 
 dependency it needed did not end ``done``), exactly once, however many workers finish
 dependencies at the same moment, and not at all if that finish rolls back. A failed
 dependency cancels its dependents at once rather than when their other dependencies end.
-The finish that ends the last unfinished step ends the workflow.
+The finish that ends the last unfinished step ends the workflow. A step that is a group
+is started the same way, its run waiting for its group rather than queued (see
+:mod:`~django_weft.engine.flows.group_steps`).
 
 Cancelling is a finish too (the run ends ``aborted``, its error naming the dependency),
 done by the caller: :func:`step_ended` returns what to cancel, since a finish belongs to
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
@@ -30,11 +32,13 @@ from typing import TYPE_CHECKING, Any, cast
 from django.db import transaction
 from django.db.models import F
 
+from django_weft.engine.database import sql
+from django_weft.engine.flows.group_steps import GATHER, fan_out, fan_out_again
 from django_weft.engine.flows.keys import insert_keyed, started_before
 from django_weft.engine.runs.starting import StartRequest, insert_run, scoped_key
 from django_weft.exceptions import InvalidArgs, InvalidWorkflowStep, StepNotRetriable
 from django_weft.jobs.registry import registry
-from django_weft.jobs.workflows import WorkflowDefinition, workflows
+from django_weft.jobs.workflows import Step, WorkflowDefinition, workflows
 from django_weft.live.changes import Changes
 from django_weft.models import Run, RunStatus, Workflow, WorkflowStatus, WorkflowStep
 from django_weft.signals import workflow_ended
@@ -48,15 +52,15 @@ CANCELLED = "DependencyFailed"
 
 @dataclass(frozen=True)
 class Cancel:
-    """A step's run to end ``aborted`` because ``dependency`` did not end done."""
+    """A step's run to end ``aborted``, and why (a dependency that did not end done, a
+    group that could not start)."""
 
     run_id: uuid.UUID
-    dependency: str
-    outcome: str
+    reason: str
 
     @property
     def message(self) -> str:
-        return f"cancelled: step {self.dependency} ended {self.outcome}"
+        return f"cancelled: {self.reason}"
 
 
 def start_workflow(
@@ -95,34 +99,56 @@ def start_workflow(
         )
         if not made:
             return workflow, False
-        steps = []
-        for position, step in enumerate(definition.steps):
-            request = StartRequest(
-                step.job,
-                _step_args(step.name, step.args_for, given),
-                owner=owner,
-                workflow=workflow,
-                waiting=bool(step.after),
-            )
-            try:
-                run = insert_run(request, now=now)
-            except InvalidArgs as error:
-                raise InvalidWorkflowStep(step.name, str(error)) from error
-            changes.run(run.pk)
-            steps.append(
-                WorkflowStep(
-                    workflow=workflow,
-                    name=step.name,
-                    position=position,
-                    job=step.job.name,
-                    depends_on=list(step.after),
-                    runs_anyway=step.runs_anyway,
-                    pending=len(step.after),
-                    run=run,
-                )
-            )
+        steps = [
+            _start_step(workflow, position, step, given, now, changes)
+            for position, step in enumerate(definition.steps)
+        ]
         WorkflowStep.objects.bulk_create(steps)
+        for step in steps:
+            if step.fans_out and not step.depends_on:
+                problem = fan_out(workflow, step, now=now, changes=changes)
+                if problem:
+                    raise InvalidWorkflowStep(step.name, problem)
     return workflow, True
+
+
+def _start_step(
+    workflow: Workflow,
+    position: int,
+    step: Step,
+    given: Mapping[str, Any],
+    now: datetime,
+    changes: Changes,
+) -> WorkflowStep:
+    """The unsaved row of ``step`` and its run, written: waiting for its dependencies
+    (a group step's for its group too), else queued."""
+    if step.each is not None:
+        request = StartRequest(
+            registry.get(GATHER), {}, owner=workflow.owner, queue=step.job.queue, waiting=True
+        )
+    else:
+        request = StartRequest(
+            step.job,
+            _step_args(step.name, step.args_for, given),
+            owner=workflow.owner,
+            waiting=bool(step.after),
+        )
+    try:
+        run = insert_run(replace(request, workflow=workflow), now=now)
+    except InvalidArgs as error:
+        raise InvalidWorkflowStep(step.name, str(error)) from error
+    changes.run(run.pk)
+    return WorkflowStep(
+        workflow=workflow,
+        name=step.name,
+        position=position,
+        job=step.job.name,
+        depends_on=list(step.after),
+        runs_anyway=step.runs_anyway,
+        pending=len(step.after),
+        fans_out=step.each is not None,
+        run=run,
+    )
 
 
 def _step_args(name: str, args_for: Any, given: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -139,41 +165,51 @@ def _step_args(name: str, args_for: Any, given: Mapping[str, Any]) -> Mapping[st
 
 def step_ended(run: Run, *, now: datetime, changes: Changes) -> list[Cancel]:
     """Count the end of ``run``, a workflow's step, in the caller's (the finish's)
-    transaction: queue the steps it was the last pending dependency of, and return the
-    steps to cancel (whose run the caller finishes, which comes back here for theirs).
-    The last step to end ends the workflow."""
-    step = WorkflowStep.objects.filter(run=run).first()
-    if step is None:
-        return []  # a step's earlier run, replaced by a retry
-    ok = run.status == RunStatus.DONE
+    transaction: queue the steps it was the last pending dependency of (or start their
+    groups), and return the steps to cancel (whose run the caller finishes, which comes
+    back here for theirs). The last step to end ends the workflow."""
+    if run.workflow_id is None:
+        return []
     steps = list(
-        WorkflowStep.objects.filter(workflow_id=step.workflow_id)
+        WorkflowStep.objects.filter(workflow_id=run.workflow_id)
         .select_related("run")
         .order_by("pk")
     )
+    step = next((each for each in steps if each.run_id == run.pk), None)
+    if step is None:
+        return []  # a step's earlier run, replaced by a retry
+    ok = run.status == RunStatus.DONE
     cancels = []
     for dependent in steps:
         if step.name not in dependent.depends_on or not _waits(dependent):
             continue
         if not ok and not dependent.runs_anyway:
-            cancels.append(Cancel(cast(uuid.UUID, dependent.run_id), step.name, str(run.status)))
-            continue
-        WorkflowStep.objects.filter(pk=dependent.pk).update(pending=F("pending") - 1)
-        # The update holds the row's lock until this finish commits: the finish that
-        # reads zero here is the only one that does.
-        if WorkflowStep.objects.values_list("pending", flat=True).get(pk=dependent.pk) == 0:
-            blocker = _blocker(dependent)
-            if blocker is not None:
-                cancels.append(
-                    Cancel(cast(uuid.UUID, dependent.run_id), blocker.name, blocker.status)
-                )
-            else:
-                _queue(dependent, changes)
-    Workflow.objects.filter(pk=step.workflow_id).update(unfinished=F("unfinished") - 1)
-    workflow = Workflow.objects.get(pk=step.workflow_id)
-    if workflow.unfinished == 0:
-        _end(workflow, now, changes)
+            cancels.append(_cancel(dependent, step.name, str(run.status)))
+        elif sql.count_down(WorkflowStep, dependent.pk, "pending") == 0:
+            cancel = _ready(dependent, now, changes)
+            if cancel is not None:
+                cancels.append(cancel)
+    if sql.count_down(Workflow, step.workflow_id, "unfinished") == 0:
+        _end(Workflow.objects.get(pk=step.workflow_id), now, changes)
     return cancels
+
+
+def _ready(step: WorkflowStep, now: datetime, changes: Changes) -> Cancel | None:
+    """``step``'s last dependency has ended: queue it (or start its group), or say why
+    it is cancelled instead."""
+    blocker = _blocker(step)
+    if blocker is not None:
+        return _cancel(step, blocker.name, blocker.status)
+    if not step.fans_out:
+        _queue(step, changes)
+        return None
+    workflow = Workflow.objects.select_related("owner").get(pk=step.workflow_id)
+    problem = fan_out(workflow, step, now=now, changes=changes)
+    return Cancel(cast(uuid.UUID, step.run_id), problem) if problem else None
+
+
+def _cancel(dependent: WorkflowStep, dependency: str, outcome: str) -> Cancel:
+    return Cancel(cast(uuid.UUID, dependent.run_id), f"step {dependency} ended {outcome}")
 
 
 @dataclass(frozen=True)
@@ -261,13 +297,15 @@ def retry_step(workflow: Workflow, name: str, *, now: datetime, changes: Changes
     Returns the step's new run.
 
     A step below it that still waits (a step that runs anyway, waiting for another
-    dependency too) keeps its run and waits for the new one as well.
+    dependency too) keeps its run and waits for the new one as well. A group step
+    retried starts again only its members that did not end done; one below it starts
+    its group afresh when its dependencies have ended again.
     """
     with transaction.atomic():
         steps = list(
             WorkflowStep.objects.select_for_update(of=("self",))
             .filter(workflow=workflow)
-            .select_related("run")
+            .select_related("run", "group")
             .order_by("pk")
         )
         locked = Workflow.objects.select_for_update().get(pk=workflow.pk)
@@ -286,21 +324,24 @@ def retry_step(workflow: Workflow, name: str, *, now: datetime, changes: Changes
                 WorkflowStep.objects.filter(pk=each.pk).update(pending=pending)
                 continue
             old = each.run
-            run = insert_run(
+            each.run = insert_run(
                 StartRequest(
-                    registry.get(each.job),
+                    registry.get(GATHER if each.fans_out else each.job),
                     old.args if old is not None else {},
                     owner=locked.owner,
                     priority=old.priority if old is not None else None,
+                    queue=old.queue if old is not None else None,
                     retry_of=old,
                     workflow=locked,
-                    waiting=each.name != name,
+                    waiting=each.name != name or each.fans_out,
                 ),
                 now=now,
             )
-            WorkflowStep.objects.filter(pk=each.pk).update(run=run, pending=pending)
-            changes.run(run.pk)
+            WorkflowStep.objects.filter(pk=each.pk).update(run=each.run, pending=pending)
+            changes.run(each.run.pk)
             started += 1
+            if each.fans_out:
+                _group_again(locked, each, pending, now, changes)
         Workflow.objects.filter(pk=locked.pk).update(
             status=WorkflowStatus.RUNNING,
             ended_at=None,
@@ -312,12 +353,31 @@ def retry_step(workflow: Workflow, name: str, *, now: datetime, changes: Changes
     return retried
 
 
+def _group_again(
+    workflow: Workflow, step: WorkflowStep, pending: int, now: datetime, changes: Changes
+) -> None:
+    """The group of ``step``, a group step given a new run by a retry: its members that
+    did not end done start again now, if its dependencies have all ended; else it
+    starts its group afresh once they have (their results may differ)."""
+    assert step.run is not None
+    if pending:
+        WorkflowStep.objects.filter(pk=step.pk).update(group=None, members=[])
+    elif step.group is not None:
+        fan_out_again(step, step.run, now=now, changes=changes)
+    else:
+        problem = fan_out(workflow, step, now=now, changes=changes)
+        if problem:
+            raise StepNotRetriable(step.name, problem)
+
+
 def _check_retriable(name: str, by_name: Mapping[str, WorkflowStep]) -> None:
     step = by_name.get(name)
     if step is None:
         raise StepNotRetriable(name, "the workflow has no such step")
     if step.run is not None and (not step.run.is_finished or step.run.status == RunStatus.DONE):
         raise StepNotRetriable(name, f"its run is {step.run.status}")
+    if step.group is not None and step.group.ended_at is None:
+        raise StepNotRetriable(name, "some members of its group have not ended")
     if not step.runs_anyway:
         for dependency in step.depends_on:
             if _status(by_name[dependency]) != RunStatus.DONE:

@@ -163,6 +163,7 @@ def _new_run(item: _Item, now: datetime) -> Run:
         concurrency_key=item.concurrency_key,
         queue=request.queue,
         not_before=request.not_before,
+        retry_of=request.retry_of,
         group=request.group,
     )
 
