@@ -43,6 +43,15 @@ else:
     WorkflowViewSetBase = viewsets.GenericViewSet
 
 
+class StepGroupSerializer(serializers.Serializer[Any]):
+    """How far a group step's members got (for the schema)."""
+
+    id = serializers.UUIDField(read_only=True)
+    total = serializers.IntegerField(read_only=True)
+    ended = serializers.IntegerField(read_only=True)
+    failed = serializers.IntegerField(read_only=True, help_text="Ended other than done.")
+
+
 class WorkflowStepSerializer(serializers.Serializer[WorkflowStep]):
     """A step as the workflow's view shows it (for the schema)."""
 
@@ -56,6 +65,11 @@ class WorkflowStepSerializer(serializers.Serializer[WorkflowStep]):
     attempt = serializers.IntegerField(read_only=True, allow_null=True)
     started_at = serializers.DateTimeField(read_only=True, allow_null=True)
     finished_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    group = StepGroupSerializer(
+        read_only=True,
+        allow_null=True,
+        help_text="A group step's group once it fanned out (its run gathers the members).",
+    )
     result = serializers.JSONField(read_only=True, help_text="Owner view only.")
     error_type = serializers.CharField(read_only=True, help_text="Owner view only.")
     error_message = serializers.CharField(read_only=True, help_text="Owner view only.")
@@ -109,7 +123,7 @@ class WorkflowViewSet(
     serializer_class = WorkflowSerializer
 
     def get_queryset(self) -> QuerySet[Workflow]:
-        steps = WorkflowStep.objects.select_related("run").order_by("position")
+        steps = WorkflowStep.objects.select_related("run", "group").order_by("position")
         return (
             Workflow.objects.select_related("owner")
             .prefetch_related(Prefetch("steps", queryset=steps))

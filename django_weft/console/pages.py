@@ -38,7 +38,7 @@ from django_weft.console.history import (
 )
 from django_weft.console.overview import read_overview
 from django_weft.live import projections
-from django_weft.models import Attempt, Run, RunStatus
+from django_weft.models import Attempt, Group, Run, RunStatus
 from django_weft.timing.durations import PERCENTILES
 
 
@@ -155,6 +155,12 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
         "wake_at": moment(run.wake_at, zone) if run.wake_at is not None else "",
         # The workflow a step's run belongs to: its graph is in the guest view too.
         "workflow": run.workflow_id,
+        # The group a group step's run waits for, to gather its members' results.
+        "gathers": (
+            Group.objects.filter(callback_run=run).values_list("pk", flat=True).first()
+            if run.status == RunStatus.WAITING and run.workflow_id is not None
+            else None
+        ),
         "may_retry": run.is_finished and full and access.may_start_runs(user),
         # Which runs exist is no secret from a guest: both views link a retry both ways.
         "retry_of": run.retry_of_id,

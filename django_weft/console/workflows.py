@@ -105,7 +105,7 @@ class WorkflowAdmin(FlowPage, WorkflowAdminBase):
     def graph(self, workflow: Workflow) -> str:
         """The steps in layers, each layer's steps side by side; a step says its phase,
         what it waits for, its run and how long it took."""
-        steps = list(workflow.steps.select_related("run").order_by("position"))
+        steps = list(workflow.steps.select_related("run", "group").order_by("position"))
         return format_html(
             "<ol class='weft-graph'>{}</ol>",
             format_html_join(
@@ -142,7 +142,7 @@ class WorkflowAdmin(FlowPage, WorkflowAdminBase):
         )
         return format_html(
             "<li class='weft-graph-step' data-step='{}'><strong>{}</strong> "
-            "<span class='weft-phase weft-phase-{}'>{}</span>{} {} {}</li>",
+            "<span class='weft-phase weft-phase-{}'>{}</span>{} {} {}{}</li>",
             step.name,
             step.name,
             phase,
@@ -152,6 +152,23 @@ class WorkflowAdmin(FlowPage, WorkflowAdminBase):
             else "",
             after,
             link,
+            self._group(step),
+        )
+
+    def _group(self, step: WorkflowStep) -> str:
+        """A group step's members: how many ended, linked to its group's page."""
+        if not step.fans_out:
+            return ""
+        group = step.group
+        if group is None:
+            return format_html(
+                " <span class='weft-quiet'>{}</span>", _("a group, once its dependencies end")
+            )
+        return format_html(
+            " <a class='weft-step-group' href='{}'>{}</a>",
+            reverse("admin:django_weft_group_change", args=[group.pk]),
+            _("%(ended)s of %(total)s members ended")
+            % {"ended": group.total - group.unfinished, "total": group.total},
         )
 
     @admin.display(description=gettext_lazy("on-end run"))

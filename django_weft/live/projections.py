@@ -198,7 +198,8 @@ def group_for(user: User, group: Group) -> dict[str, Any]:
 def guest_workflow(workflow: Workflow) -> dict[str, Any]:
     """A workflow as anyone signed in sees it: its graph, each step's phase and times,
     how far it got; not its args nor its steps' results or errors. Reads ``owner`` and
-    its steps with their runs (``steps__run``, prefetched where lists are built)."""
+    its steps with their runs and groups (``steps__run``, ``steps__group``, prefetched
+    where lists are built)."""
     return {
         "id": str(workflow.pk),
         "name": workflow.name,
@@ -228,6 +229,20 @@ def _guest_step(step: WorkflowStep) -> dict[str, Any]:
         "attempt": run.attempt if run is not None else None,
         "started_at": moment(run.started_at) if run is not None else None,
         "finished_at": moment(run.finished_at) if run is not None else None,
+        "group": _step_group(step),
+    }
+
+
+def _step_group(step: WorkflowStep) -> dict[str, Any] | None:
+    """A group step's group and how far its members got (None before it fanned out)."""
+    group = step.group
+    if group is None:
+        return None
+    return {
+        "id": str(group.pk),
+        "total": group.total,
+        "ended": group.total - group.unfinished,
+        "failed": group.failed + group.aborted + group.lost,
     }
 
 

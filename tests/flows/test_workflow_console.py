@@ -180,3 +180,31 @@ def test_the_console_starts_a_workflow_as_the_signed_in_user() -> None:
         not in watcher.get(reverse("admin:django_weft_workflow_changelist")).content.decode()
     )
     assert watcher.get(form_url).status_code == 403
+
+
+def test_a_group_step_shows_its_members_progress_everywhere(rehearsal: Rehearsal) -> None:
+    """The page, the run page of the step's waiting run, and the API (guest view too)
+    say how far a group step's members got and link its group."""
+    owner = user("owner", "add_run", "view_run")
+    workflow = start_workflow("tests.fanned", {"numbers": [1, 2]}, owner=owner)
+    step = workflow.steps.get(name="squares")
+    client = signed_in(owner)
+    page = client.get(reverse("admin:django_weft_workflow_change", args=[workflow.pk]))
+    group_url = reverse("admin:django_weft_group_change", args=[step.group_id])
+    assert f"<a class='weft-step-group' href='{group_url}'>0 of 2 members ended</a>" in (
+        page.content.decode()
+    )
+    waiting = client.get(reverse("admin:django_weft_run_change", args=[step.run_id]))
+    assert f'Waits for the members of <a href="{group_url}">its group</a>' in (
+        waiting.content.decode()
+    )
+    total = workflow.steps.get(name="total")
+    later = client.get(reverse("admin:django_weft_run_change", args=[total.run_id]))
+    assert "Waits for the steps it depends on" in later.content.decode()
+    for _ in range(8):
+        rehearsal.advance(timedelta(0))
+    url = f"/api/weft/workflows/{workflow.pk}/"
+    for viewer in (client, signed_in(user("guest"))):
+        shown = viewer.get(url).json()["steps"][0]["group"]
+        assert shown == {"id": str(step.group_id), "total": 2, "ended": 2, "failed": 0}
+    assert client.get(url).json()["steps"][0]["result"] == {"results": [1, 4]}
