@@ -14,7 +14,7 @@ import pytest
 from django_weft.jobs.registry import registry
 from django_weft.jobs.workflows import workflows
 from django_weft.models import Run, RunStatus, Workflow
-from django_weft.operations import send_signal, start
+from django_weft.operations import send_signal, start, start_workflow
 from django_weft.testing import Rehearsal
 from tests.test_docs import doc_block
 
@@ -159,3 +159,32 @@ def test_flows_doc_release_builds_tests_waits_for_approval_deploys_and_announces
     assert Run.objects.get(pk=steps["announce"].pk).result == {"deploy": "done"}
     started.refresh_from_db()
     assert started.status == "done"
+
+
+PUBLISH_JOBS = ("photos.list_album", "photos.resize", "photos.publish_album")
+
+
+@pytest.fixture
+def publish_page() -> Iterator[dict[str, Any]]:
+    """The page's group step block, executed (its jobs and workflow registered, then not)."""
+    namespace: dict[str, Any] = {}
+    exec(compile(doc_block("flows.md", "publish = workflow("), "docs/flows.md", "exec"), namespace)
+    yield namespace
+    for name in PUBLISH_JOBS:
+        registry.unregister(name)
+    workflows.unregister("photos.publish")
+
+
+def test_flows_doc_publish_resizes_each_listed_photo_then_publishes(
+    publish_page: dict[str, Any], rehearsal: Rehearsal
+) -> None:
+    started = start_workflow("photos.publish", {"album": "summer"})
+    for _ in range(6):
+        rehearsal.advance(NOW)
+    started.refresh_from_db()
+    assert started.status == "done"
+    resize = started.steps.get(name="resize")
+    assert Run.objects.filter(job="photos.resize", group=resize.group_id).count() == 3
+    published = started.steps.get(name="publish").run
+    assert published is not None
+    assert published.result == {"photos": 3, "bytes": 3036}
