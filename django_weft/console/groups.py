@@ -45,6 +45,7 @@ class GroupAdmin(FlowPage, GroupAdminBase):
         "progress",
         "member_runs",
         "callback",
+        "workflow_step_link",
         "created",
         "sealed",
         "ended",
@@ -100,6 +101,20 @@ class GroupAdmin(FlowPage, GroupAdminBase):
             return "-"
         url = reverse("admin:django_weft_run_change", args=[group.callback_run_id])
         return format_html("<a href='{}'><code>{}</code></a>", url, group.callback_run_id)
+
+    @admin.display(description=gettext_lazy("workflow step"))
+    def workflow_step_link(self, group: Group) -> str:
+        """The workflow step whose members these are (its run is the callback)."""
+        step = getattr(group, "workflow_step", None)
+        if step is None:
+            return "-"
+        url = reverse("admin:django_weft_workflow_change", args=[step.workflow_id])
+        return format_html(
+            "<a href='{}'>{}</a>",
+            url,
+            _("step %(step)s of workflow %(workflow)s")
+            % {"step": step.name, "workflow": step.workflow.name},
+        )
 
     @admin.action(description=gettext_lazy("Abort selected groups"))
     def abort_action(self, request: HttpRequest, queryset: QuerySet[Group]) -> None:

@@ -164,11 +164,17 @@ class WorkflowAdmin(FlowPage, WorkflowAdminBase):
             return format_html(
                 " <span class='weft-quiet'>{}</span>", _("a group, once its dependencies end")
             )
+        ended = _("%(ended)s of %(total)s members ended") % {
+            "ended": group.total - group.unfinished,
+            "total": group.total,
+        }
+        failed = group.failed + group.aborted + group.lost
+        if failed:
+            ended += ", " + _("%(failed)s failed") % {"failed": failed}
         return format_html(
             " <a class='weft-step-group' href='{}'>{}</a>",
             reverse("admin:django_weft_group_change", args=[group.pk]),
-            _("%(ended)s of %(total)s members ended")
-            % {"ended": group.total - group.unfinished, "total": group.total},
+            ended,
         )
 
     @admin.display(description=gettext_lazy("on-end run"))

@@ -208,3 +208,23 @@ def test_a_group_step_shows_its_members_progress_everywhere(rehearsal: Rehearsal
         shown = viewer.get(url).json()["steps"][0]["group"]
         assert shown == {"id": str(step.group_id), "total": 2, "ended": 2, "failed": 0}
     assert client.get(url).json()["steps"][0]["result"] == {"results": [1, 4]}
+
+
+def test_a_group_steps_failed_members_show_on_the_page_and_its_group_links_back(
+    rehearsal: Rehearsal,
+) -> None:
+    owner = user("owner", "add_run", "view_run")
+    workflow = start_workflow("tests.album", {"count": 3, "flaky": [1]}, owner=owner)
+    for _ in range(8):
+        rehearsal.advance(timedelta(0))
+    client = signed_in(owner)
+    page = client.get(reverse("admin:django_weft_workflow_change", args=[workflow.pk]))
+    assert "3 of 3 members ended, 1 failed" in page.content.decode()
+    assert "Retry step squares" in page.content.decode()
+    step = workflow.steps.get(name="squares")
+    group_page = client.get(reverse("admin:django_weft_group_change", args=[step.group_id]))
+    workflow_url = reverse("admin:django_weft_workflow_change", args=[workflow.pk])
+    assert (
+        f"<a href='{workflow_url}'>step squares of workflow tests.album</a>"
+        in group_page.content.decode()
+    )
