@@ -187,3 +187,50 @@ def test_workflow_whose_step_worker_is_killed_goes_on_when_the_step_is_retried(
     started = Run.objects.filter(workflow=workflow, started_at__isnull=False)
     assert started.count() == 4, "the lost step, its retry, and each step after it once"
     assert survivor.poll() is None
+
+
+def test_group_step_whose_member_worker_is_killed_goes_on_when_the_step_is_retried(
+    start_runjobs: Callable[..., Runjobs],
+) -> None:
+    """The worker running a group step's member dies (SIGKILL); another finishes the
+    member lost, the group ends, and the step fails without starting the step after it.
+    Retrying the step runs only the lost member again; the step gathers all four results
+    once, and the step after it runs once."""
+    workflow = start_workflow("tests.killed_group")
+    step = workflow.steps.get(name="squares")
+    hanging = Run.objects.get(group=step.group_id, args__number=0)
+    doomed = start_runjobs("--concurrency", "1")
+    wait_for(lambda: Run.objects.get(pk=hanging.pk).status == RunStatus.RUNNING, what="it")
+    doomed.send_signal(signal.SIGKILL)
+    doomed.finish()
+    survivor = start_runjobs()
+    wait_for(
+        lambda: Workflow.objects.get(pk=workflow.pk).status == WorkflowStatus.FAILED,
+        timeout=120,
+        what="the member to be found lost, and the workflow to end",
+    )
+    assert Run.objects.get(pk=hanging.pk).status == RunStatus.LOST
+    total = workflow.steps.get(name="total").run
+    assert total is not None
+    assert (total.status, total.error_type, total.started_at) == (
+        RunStatus.ABORTED,
+        CANCELLED,
+        None,
+    )
+
+    retry_step(workflow, "squares")
+    wait_for(
+        lambda: Workflow.objects.get(pk=workflow.pk).status == WorkflowStatus.DONE,
+        timeout=120,
+        what="the workflow to go on and end",
+    )
+    members = Run.objects.filter(job="tests.flows.hang_member")
+    assert members.count() == 5, "four members, and the lost one's retry"
+    assert members.get(retry_of=hanging).status == RunStatus.DONE
+    gathered = workflow.steps.select_related("run").get(name="squares").run
+    assert gathered is not None
+    assert gathered.result == {"results": [0, 1, 4, 9]}
+    totals = Run.objects.filter(workflow=workflow, job="tests.flows.total")
+    assert totals.filter(started_at__isnull=False).count() == 1
+    assert totals.get(status=RunStatus.DONE).result == 14
+    assert survivor.poll() is None

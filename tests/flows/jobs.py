@@ -284,3 +284,25 @@ fanned = workflow(
         Step("total", total, after=["squares"], args={}),
     ],
 )
+
+
+@job("tests.flows.hang_member")
+def hang_member(ctx: RunContext, *, number: int, hang: bool = False) -> int:
+    """A member that hangs (for its worker to be killed under it) when ``hang``, unless
+    its run retries another."""
+    if hang and ctx.run.retry_of_id is None:
+        ctx.sleep(600)
+    return number * number
+
+
+killed_group = workflow(
+    "tests.killed_group",
+    steps=[
+        Step(
+            "squares",
+            hang_member,
+            each=lambda given, _: [{"number": n, "hang": n == 0} for n in range(4)],
+        ),
+        Step("total", total, after=["squares"], args={}),
+    ],
+)
