@@ -1,7 +1,8 @@
 """Flows through what production does to them, with real ``runjobs`` processes on a
 throwaway PostgreSQL: a worker SIGKILLed after a recorded step, a waiting run and its
 signal through a database restart, a 1,000-member group through a killed worker and a
-database restart, a workflow whose step's worker is killed."""
+database restart, a workflow whose step's worker is killed, a group step whose member's
+worker is killed."""
 
 from __future__ import annotations
 
