@@ -118,7 +118,7 @@ ASGI_APPLICATION = "tests.asgi.application"
 TASKS = {"default": {"BACKEND": "django_weft.tasks.WeftBackend", "QUEUES": []}}
 #: The tests' task modules, which no app's ``tasks`` module imports: declared in every
 #: process (a real ``runjobs`` runs their tasks), where a tasks framework is installed.
-WEFT_JOB_MODULES = ["tests.flows.jobs"] + (
+WEFT_JOB_MODULES = ["tests.flows.jobs", "tests.limits.jobs"] + (
     ["tests.tasks.fixtures", "tests.tasks.weft_fixtures"]
     if find_spec("django.tasks") or find_spec("django_tasks")
     else []

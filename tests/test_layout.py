@@ -76,15 +76,17 @@ ENGINE_LAYERS: dict[str, int] = {
     "database": 0,
     "history": 0,
     "runs": 1,
+    "limits": 1,
     "schedules": 2,
     "flows": 2,
     "outcomes": 3,
     "worker": 4,
 }
 """The engine's parts, bottom (0) to top, as its folders group them: talking to the
-database; a run's start and claim; schedules, and flows (signals, waking); a run's end
-(which may start a schedule's buffered fire); the worker and its satellites. A part
-imports only its own layer or lower ones, as the package's layers do.
+database; a run's start and claim, and the flow limits the claim obeys; schedules, and
+flows (signals, waking); a run's end (which may start a schedule's buffered fire); the
+worker and its satellites. A part imports only its own layer or lower ones, as the
+package's layers do.
 """
 
 MAX_MODULE_LINES = 500

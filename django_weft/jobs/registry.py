@@ -18,6 +18,7 @@ from rest_framework import serializers
 
 from django_weft.conf import weft_settings
 from django_weft.exceptions import InvalidArgs, UnknownJob
+from django_weft.jobs.limits import Limit, named_limits
 from django_weft.jobs.retries import Retry
 from django_weft.jobs.storable import find_unstorable
 from django_weft.models.run import DEFAULT_PRIORITY, MAX_PRIORITY, MIN_PRIORITY
@@ -64,6 +65,8 @@ class Job:
     state: StateSpec | None = None
     concurrency: int | None = None
     concurrency_key: ConcurrencyKey | None = None
+    #: Its flow limits' defaults (see :mod:`django_weft.jobs.limits`), each named.
+    limits: tuple[Limit, ...] = ()
     queue: str = "default"
     priority: int = DEFAULT_PRIORITY
     private_args: Sequence[str] = ()
@@ -315,6 +318,7 @@ def job(
     state: StateSpec | None = None,
     concurrency: int | None = None,
     concurrency_key: ConcurrencyKey | None = None,
+    limits: Sequence[Limit] = (),
     queue: str = "default",
     priority: int = DEFAULT_PRIORITY,
     private_args: Sequence[str] = (),
@@ -333,6 +337,10 @@ def job(
     which never reaches ``ctx.check()`` (a C call, a regex, a loop holding the GIL) is
     killed at its timeout's grace instead of freezing a thread; ``"thread"`` keeps it on a
     thread of the worker whatever its queue says (see ``WEFT_QUEUE_EXECUTORS``).
+
+    ``concurrency`` refuses a start while that many runs of the job (of its key, with
+    ``concurrency_key``) are unfinished; ``limits`` (:class:`~django_weft.jobs.limits.Limit`)
+    keep runs queued instead, until a concurrency or rate across the cluster allows them.
     """
     if concurrency is not None and concurrency < 1:
         raise ValueError(f"concurrency must be a positive number of runs, not {concurrency!r}")
@@ -343,16 +351,18 @@ def job(
         raise ValueError(f'executor must be "thread", "process" or None, not {executor!r}')
 
     def decorate(func: JobFunction) -> Job:
+        named = name or f"{func.__module__}.{func.__qualname__}"
         return registry.register(
             Job(
                 func=func,
-                name=name or f"{func.__module__}.{func.__qualname__}",
+                name=named,
                 version=version,
                 args=args,
                 result=result,
                 state=state,
                 concurrency=concurrency,
                 concurrency_key=concurrency_key,
+                limits=named_limits(named, limits, keyed=concurrency_key is not None),
                 queue=queue,
                 priority=priority,
                 private_args=tuple(private_args),

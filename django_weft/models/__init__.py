@@ -1,5 +1,5 @@
 """The app's models: schedules, runs (with their durable steps and signals), groups and
-workflows, state documents, worker processes, stored modules and the audit trail of
+workflows, flow limits, state documents, worker processes, stored modules and the audit trail of
 operator actions."""
 
 from django_weft.models.attempt import Attempt
@@ -7,6 +7,7 @@ from django_weft.models.audit import AuditAction, AuditRecord, EntryPoint
 from django_weft.models.document import Document
 from django_weft.models.group import Group, GroupCondition
 from django_weft.models.journal import Signal, StepKind, StepRecord
+from django_weft.models.limit import FlowBegin, FlowLimit
 from django_weft.models.module import Module, ModuleRevision
 from django_weft.models.overview import Overview
 from django_weft.models.queue import PausedQueue
@@ -24,6 +25,8 @@ __all__ = [
     "Document",
     "DurationTally",
     "EntryPoint",
+    "FlowBegin",
+    "FlowLimit",
     "Group",
     "GroupCondition",
     "LastStatus",

@@ -113,7 +113,7 @@ def _check(index: int, request: StartRequest) -> _Item:
     except InvalidIdempotencyKey as error:
         raise InvalidBatchItem(index, {"key": [str(error)]}, error) from error
     concurrency_key = ""
-    if job.concurrency is not None and job.concurrency_key is not None:
+    if job.concurrency_key is not None:
         concurrency_key = job.concurrency_key(stored, owner) or ""
     return _Item(index, request, stored, key, concurrency_key)
 

@@ -20,19 +20,27 @@ reaper marking it stopped waits for a claim in progress, so the runs of that cla
 among those it then finishes as lost (see :mod:`django_weft.engine.worker.reaping`).
 
 The statement is built once per set of deployed jobs and queues, not per claim.
+
+While any flow limit exists, the plain statement takes nothing (it says so in its
+``WHERE``), and a claim that took nothing goes on through :func:`_claim_limited`: the
+limits that may concern the claim are locked and counted, the pick leaves out what they
+hold back, and what they admit is taken (see :mod:`django_weft.engine.limits.budget`).
+A project with no limit pays for none of it but one ``EXISTS`` when its queue is empty.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from functools import cache
+from functools import cache, partial
 from typing import TYPE_CHECKING
 
-from django.db import connection
+from django.db import connection, transaction
 
 from django_weft.engine.database import sql
-from django_weft.models import PausedQueue, Run, RunStatus, WorkerProcess
+from django_weft.engine.limits.budget import Budget, Candidate, concerning
+from django_weft.models import FlowLimit, PausedQueue, Run, RunStatus, WorkerProcess
 
 if TYPE_CHECKING:
     from django_weft.jobs.registry import Job
@@ -55,24 +63,94 @@ def claim(
 
     Only runs whose (job, version) is in ``deployed`` (see :func:`deployed_pairs`) are
     taken, the others being blocked here; a run waiting for a retry is not taken before
-    its ``retry_at``, nor a run of a paused queue.
+    its ``retry_at``, nor a run of a paused queue, nor a run its flow limits hold back.
     """
     if not deployed or limit < 1:
         return []
     chosen = None if queues is None else tuple(sorted(set(queues)))
+    claimed = _claim_plain(deployed, chosen, limit=limit, worker=worker, now=now)
+    if claimed or not FlowLimit.objects.exists():
+        return claimed
+    return _claim_limited(deployed, chosen, limit=limit, worker=worker, now=now)
+
+
+def _claim_plain(
+    deployed: Sequence[tuple[str, int]],
+    chosen: tuple[str, ...] | None,
+    *,
+    limit: int,
+    worker: WorkerProcess,
+    now: datetime,
+) -> list[Run]:
+    """The claim in one statement, taking nothing while any flow limit exists."""
     statement = _claim_sql(connection.vendor, len(deployed), 0 if chosen is None else len(chosen))
-    picking = [
+    picking = [*_pick_params(deployed, chosen, worker, now), limit]
+    setting = _setting(worker, now)
+    # The pick comes first in PostgreSQL's statement (a CTE), last in SQLite's.
+    params = [*picking, *setting] if connection.vendor == "postgresql" else [*setting, *picking]
+    return _in_claim_order(Run.objects.raw(statement, params))
+
+
+def _claim_limited(
+    deployed: Sequence[tuple[str, int]],
+    chosen: tuple[str, ...] | None,
+    *,
+    limit: int,
+    worker: WorkerProcess,
+    now: datetime,
+) -> list[Run]:
+    """The claim under the flow limits that may concern it (see
+    :mod:`django_weft.engine.limits.budget`): pick, admit, take, in one transaction."""
+    limits = concerning(FlowLimit.objects.all(), (name for name, _ in deployed), chosen)
+    with transaction.atomic():
+        budget = Budget.taken(limits, now)
+        exclusions, excluded = budget.exclusions()
+        statement = _limited_pick_sql(
+            connection.vendor, len(deployed), 0 if chosen is None else len(chosen), exclusions
+        )
+        params = [*_pick_params(deployed, chosen, worker, now), *excluded, limit * OVERFETCH]
+        with connection.cursor() as cursor:
+            cursor.execute(statement, params)
+            candidates = [Candidate(uuid.UUID(str(row[0])), *row[1:]) for row in cursor.fetchall()]
+        admitted = budget.admit(candidates, limit)
+        if not admitted:
+            return []
+        taken = _in_claim_order(
+            Run.objects.raw(
+                _take_sql(connection.vendor, len(admitted)),
+                [*_setting(worker, now), *(sql.prep(Run, "id", each.id) for each in admitted)],
+            )
+        )
+        budget.record(admitted, now)
+    return taken
+
+
+#: How many candidates the limited claim reads for each run it may take: candidates of
+#: keys with little room left are passed over, and the claim should still fill up.
+OVERFETCH = 4
+
+
+def _pick_params(
+    deployed: Sequence[tuple[str, int]],
+    chosen: tuple[str, ...] | None,
+    worker: WorkerProcess,
+    now: datetime,
+) -> list[object]:
+    return [
         *(value for pair in deployed for value in pair),
         *(chosen or ()),
         sql.prep(Run, "retry_at", now),
         sql.prep(WorkerProcess, "id", worker.pk),
-        limit,
     ]
-    setting = [sql.prep(Run, "worker", worker.pk), sql.prep(Run, "started_at", now)]
-    # The pick comes first in PostgreSQL's statement (a CTE), last in SQLite's.
-    params = [*picking, *setting] if connection.vendor == "postgresql" else [*setting, *picking]
+
+
+def _setting(worker: WorkerProcess, now: datetime) -> list[object]:
+    return [sql.prep(Run, "worker", worker.pk), sql.prep(Run, "started_at", now)]
+
+
+def _in_claim_order(runs: Iterable[Run]) -> list[Run]:
     return sorted(
-        Run.objects.raw(statement, params),
+        runs,
         key=lambda run: (
             -run.priority,
             run.run_after or run.created_at,
@@ -83,13 +161,11 @@ def claim(
 
 
 @cache
-def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
-    """The claim statement for ``jobs`` (name, version) pairs and ``queues`` queue names."""
+def _pick_where(vendor: str, jobs: int, queues: int) -> str:
+    """The pick's table and conditions, for ``jobs`` (name, version) pairs and ``queues``
+    queue names: queued, deployed, due, not paused, by a registered worker."""
     table = sql.table(Run)
-
-    def column(name: str) -> str:
-        return sql.column(Run, name)
-
+    column = partial(sql.column, Run)
     pairs = ", ".join(["(%s, %s)"] * jobs)
     worker = sql.table(WorkerProcess)
     registered = (
@@ -100,19 +176,36 @@ def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
         + (" FOR SHARE" if vendor == "postgresql" else "")
     )
     queue_filter = f" AND {column('queue')} IN ({', '.join(['%s'] * queues)})" if queues else ""
-    returned = ", ".join(f"{table}.{column(field.name)}" for field in Run._meta.concrete_fields)
-    pick = (
-        f"SELECT {column('id')} FROM {table} "
+    return (
+        f"FROM {table} "
         f"WHERE {column('status')} = '{RunStatus.QUEUED}' "
         f"AND ({column('job')}, {column('job_version')}) IN (VALUES {pairs}){queue_filter} "
         f"AND ({column('retry_at')} IS NULL OR {column('retry_at')} <= %s) "
         f"AND {column('queue')} NOT IN (SELECT {sql.column(PausedQueue, 'queue')} "
         f"FROM {sql.table(PausedQueue)}) "
-        f"AND EXISTS ({registered}) "
-        # The order of the partial index weft_run_claim, expression for expression.
+        f"AND EXISTS ({registered})"
+    )
+
+
+@cache
+def _claim_order() -> str:
+    """The order of the partial index weft_run_claim, expression for expression."""
+    column = partial(sql.column, Run)
+    return (
         f"ORDER BY {column('priority')} DESC, "
         f"COALESCE({column('run_after')}, {column('created_at')}), "
-        f"{column('created_at')}, {column('due')} LIMIT %s"
+        f"{column('created_at')}, {column('due')}"
+    )
+
+
+@cache
+def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
+    """The plain claim statement for ``jobs`` (name, version) pairs and ``queues`` names."""
+    table = sql.table(Run)
+    column = partial(sql.column, Run)
+    pick = (
+        f"SELECT {column('id')} {_pick_where(vendor, jobs, queues)} "
+        f"AND NOT EXISTS (SELECT 1 FROM {sql.table(FlowLimit)}) {_claim_order()} LIMIT %s"
     )
     if vendor == "postgresql":
         # A materialized CTE, not ``WHERE id IN (subquery)``: PostgreSQL may run a
@@ -121,8 +214,35 @@ def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
         target = f"FROM picked WHERE {table}.{column('id')} = picked.{column('id')}"
     else:
         picked, target = "", f"WHERE {column('id')} IN ({pick})"
+    return f"{picked}{_update(target)}"
+
+
+@cache
+def _limited_pick_sql(vendor: str, jobs: int, queues: int, exclusions: str) -> str:
+    """The limited claim's pick: the candidates, with what the limits read of them."""
+    column = partial(sql.column, Run)
+    left_out = f" AND {exclusions}" if exclusions else ""
     return (
-        f"{picked}UPDATE {table} SET {column('status')} = '{RunStatus.RUNNING}', "
+        f"SELECT {column('id')}, {column('job')}, {column('queue')}, "
+        f"{column('concurrency_key')} {_pick_where(vendor, jobs, queues)}{left_out} "
+        f"{_claim_order()} LIMIT %s" + (" FOR UPDATE SKIP LOCKED" if vendor == "postgresql" else "")
+    )
+
+
+@cache
+def _take_sql(vendor: str, count: int) -> str:
+    """The limited claim's update of the ``count`` runs it admitted (locked by its pick)."""
+    ids = ", ".join(["%s"] * count)
+    return _update(f"WHERE {sql.column(Run, 'id')} IN ({ids})")
+
+
+def _update(target: str) -> str:
+    """The claim's UPDATE of the runs ``target`` names, returning their rows."""
+    table = sql.table(Run)
+    column = partial(sql.column, Run)
+    returned = ", ".join(f"{table}.{column(field.name)}" for field in Run._meta.concrete_fields)
+    return (
+        f"UPDATE {table} SET {column('status')} = '{RunStatus.RUNNING}', "
         f"{column('worker')} = %s, {column('started_at')} = %s, "
         # A run that waited goes on with the attempt that waited; any other begins one.
         f"{column('attempt')} = {table}.{column('attempt')} + "

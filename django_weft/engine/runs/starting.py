@@ -158,11 +158,12 @@ def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Ru
         else job.validate_args(request.args, owner=owner)
     )
     key = None if given is None else scoped_key(given, owner)
+    # The run's key, for its job's concurrency limit at start and for flow limits per
+    # key at the claim.
     concurrency_key = ""
+    if job.concurrency_key is not None:
+        concurrency_key = job.concurrency_key(stored, owner) or ""
     if job.concurrency is not None:
-        concurrency_key = (
-            job.concurrency_key(stored, owner) if job.concurrency_key else None
-        ) or ""
         serialize_starts(job.name, concurrency_key)
     if key is not None and (existing := _run_for_key(job, key, stored, given)) is not None:
         return existing, False
@@ -277,12 +278,13 @@ def new_run(
 
 
 def starts_in_bulk(job: Job) -> bool:
-    """Whether a run of ``job`` is one row and nothing else: no limit to count, no state.
+    """Whether a run of ``job`` is one row and nothing else: no limit to count, no key
+    to compute, no state.
 
     Such runs, fired by schedules, are inserted many at once (see
     :func:`insert_runs_in_bulk`).
     """
-    return job.concurrency is None and job.state is None
+    return job.concurrency is None and job.concurrency_key is None and job.state is None
 
 
 def write_runs(runs: Sequence[Run]) -> None:

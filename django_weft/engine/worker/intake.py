@@ -35,6 +35,7 @@ from datetime import datetime
 from functools import partial
 
 from django_weft.engine.flows.waking import wake_due
+from django_weft.engine.limits.defaults import write_defaults
 from django_weft.engine.runs.claiming import claim, deployed_pairs
 from django_weft.engine.worker import timeouts
 from django_weft.engine.worker.execution import Execution, execute
@@ -101,9 +102,12 @@ class Intake:
         return [job for job in registry if names is None or job.name in names]
 
     def deployed(self) -> tuple[tuple[str, int], ...]:
-        """What this worker claims, worked out again only when the registry changes."""
+        """What this worker claims, worked out again only when the registry changes
+        (when the flow limits its jobs declare are written, where they have no row)."""
         if self._deployed_for != registry.generation:
-            self._deployed_pairs = deployed_pairs(self.jobs())
+            jobs = self.jobs()
+            write_defaults(jobs, self._clock.now())
+            self._deployed_pairs = deployed_pairs(jobs)
             self._deployed_for = registry.generation
         return self._deployed_pairs
 

@@ -1,0 +1,194 @@
+"""What the flow limits leave for one claim, counted under their row locks.
+
+A claim that any limit may concern runs in a transaction that first locks the rows of
+those limits (``FOR UPDATE`` on PostgreSQL; on SQLite a write to them takes the
+database's one write lock), then counts, for each limit and key, the runs running and
+the begins of the last period. Two workers' claims under the same limit therefore take
+their turns: the second counts what the first claimed, since the first committed before
+it let go of the lock. Claims that no limit concerns never wait for one.
+
+The claim then picks candidates in its usual order, leaving out the limits and keys
+already full (in the statement, so that a full key's backlog costs nothing), and
+:meth:`Budget.admit` keeps each candidate whose every limit has room, taking that room,
+until the claim has enough. The begins it admits under a rate are written as
+:class:`~django_weft.models.FlowBegin` rows in the same transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+from django.db.models import Count, F, Q
+
+from django_weft.engine.database import sql
+from django_weft.models import FlowBegin, FlowLimit, Run, RunStatus
+
+#: (limit id, key): a limit's bucket; the key is "" for a limit not per key.
+Bucket = tuple[int, str]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A queued run the claim's pick found, with what the limits read of it."""
+
+    id: uuid.UUID
+    job: str
+    queue: str
+    key: str
+
+
+def covers(limit: FlowLimit, job: str, queue: str) -> bool:
+    """Whether ``limit`` concerns runs of ``job`` in ``queue``."""
+    return limit.job in ("", job) and limit.queue in ("", queue)
+
+
+def bucket(limit: FlowLimit, key: str) -> Bucket:
+    return (limit.pk, key if limit.per_key else "")
+
+
+def concerning(
+    limits: Iterable[FlowLimit], jobs: Iterable[str], queues: Iterable[str] | None
+) -> list[FlowLimit]:
+    """The limits that may concern a claim of ``jobs`` from ``queues`` (None: any)."""
+    names = set(jobs)
+    chosen = None if queues is None else set(queues)
+    return [
+        limit
+        for limit in limits
+        if (not limit.job or limit.job in names)
+        and (chosen is None or not limit.queue or limit.queue in chosen)
+    ]
+
+
+class Budget:
+    """The room each limit's buckets have left, for one claim."""
+
+    def __init__(
+        self, limits: Sequence[FlowLimit], running: Counter[Bucket], begun: Counter[Bucket]
+    ):
+        self.limits = limits
+        self._running = running
+        self._begun = begun
+
+    @classmethod
+    def taken(cls, limits: Sequence[FlowLimit], now: datetime) -> Budget:
+        """Lock ``limits`` and count their use, in the caller's transaction."""
+        ids = sorted(limit.pk for limit in limits)
+        if connection.vendor == "postgresql":
+            list(
+                FlowLimit.objects.select_for_update()
+                .filter(pk__in=ids)
+                .order_by("pk")
+                .values_list("pk")
+            )
+        else:
+            FlowLimit.objects.filter(pk__in=ids).update(name=F("name"))
+        running: Counter[Bucket] = Counter()
+        begun: Counter[Bucket] = Counter()
+        for limit in limits:
+            if limit.concurrency is not None:
+                found = (
+                    Run.objects.filter(_scope(limit), status=RunStatus.RUNNING)
+                    .values_list("concurrency_key")
+                    .annotate(count=Count("pk"))
+                    .order_by()
+                )
+                for key, count in found:
+                    running[bucket(limit, key)] += count
+            if limit.rate is not None and limit.period is not None:
+                window = FlowBegin.objects.filter(limit=limit, at__gt=now - limit.period)
+                for key, count in window.values_list("key").annotate(count=Count("pk")).order_by():
+                    begun[(limit.pk, key)] += count
+        return cls(limits, running, begun)
+
+    def room(self, limit: FlowLimit, key: str) -> int:
+        """How many more runs of ``key`` ``limit`` lets this claim begin."""
+        found = bucket(limit, key)
+        left = []
+        if limit.concurrency is not None:
+            left.append(limit.concurrency - self._running[found])
+        if limit.rate is not None:
+            left.append(limit.rate - self._begun[found])
+        return min(left)
+
+    def exclusions(self) -> tuple[str, list[Any]]:
+        """A condition (and its parameters) leaving out the runs of every full limit and
+        key, for the claim's pick: ``NOT (...) AND NOT (...)``, or ``""``."""
+        parts: list[str] = []
+        params: list[Any] = []
+        for limit in self.limits:
+            scope, scope_params = _scope_sql(limit)
+            if not limit.per_key:
+                if self.room(limit, "") <= 0:
+                    parts.append(f"NOT ({scope})")
+                    params += scope_params
+                continue
+            full = sorted(
+                key
+                for (limit_id, key) in {*self._running, *self._begun}
+                if limit_id == limit.pk and self.room(limit, key) <= 0
+            )
+            if full:
+                keys = ", ".join(["%s"] * len(full))
+                parts.append(f"NOT ({scope} AND {sql.column(Run, 'concurrency_key')} IN ({keys}))")
+                params += [*scope_params, *full]
+        return " AND ".join(parts), params
+
+    def admit(self, candidates: Iterable[Candidate], wanted: int) -> list[Candidate]:
+        """The candidates, in order, whose every limit has room, taking it, up to ``wanted``."""
+        admitted: list[Candidate] = []
+        for candidate in candidates:
+            if len(admitted) == wanted:
+                break
+            concerned = [
+                limit for limit in self.limits if covers(limit, candidate.job, candidate.queue)
+            ]
+            if all(self.room(limit, candidate.key) > 0 for limit in concerned):
+                for limit in concerned:
+                    self._running[bucket(limit, candidate.key)] += 1
+                    self._begun[bucket(limit, candidate.key)] += 1
+                admitted.append(candidate)
+        return admitted
+
+    def record(self, admitted: Iterable[Candidate], now: datetime) -> None:
+        """Write the begins of ``admitted`` under each rate that concerns them, and drop
+        the begins no window will count again."""
+        rated = [
+            limit for limit in self.limits if limit.rate is not None and limit.period is not None
+        ]
+        begins = [
+            FlowBegin(limit=limit, key=bucket(limit, candidate.key)[1], at=now)
+            for candidate in admitted
+            for limit in rated
+            if covers(limit, candidate.job, candidate.queue)
+        ]
+        FlowBegin.objects.bulk_create(begins)
+        for limit in rated:
+            assert limit.period is not None
+            FlowBegin.objects.filter(limit=limit, at__lte=now - limit.period).delete()
+
+
+def _scope(limit: FlowLimit) -> Q:
+    scope = Q()
+    if limit.job:
+        scope &= Q(job=limit.job)
+    if limit.queue:
+        scope &= Q(queue=limit.queue)
+    return scope
+
+
+def _scope_sql(limit: FlowLimit) -> tuple[str, list[Any]]:
+    parts, params = [], []
+    if limit.job:
+        parts.append(f"{sql.column(Run, 'job')} = %s")
+        params.append(limit.job)
+    if limit.queue:
+        parts.append(f"{sql.column(Run, 'queue')} = %s")
+        params.append(limit.queue)
+    return " AND ".join(parts), params

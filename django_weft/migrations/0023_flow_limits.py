@@ -1,0 +1,142 @@
+"""Flow limits (``FlowLimit``) and the begins counted against their rates
+(``FlowBegin``)."""
+
+import django.db.models.deletion
+from django.conf import settings
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("django_weft", "0022_group_steps"),
+        migrations.swappable_dependency(settings.AUTH_USER_MODEL),
+    ]
+
+    operations = [
+        migrations.CreateModel(
+            name="FlowLimit",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.CharField(
+                        help_text="Names it in the console, the API, metrics and reasons.",
+                        max_length=100,
+                        unique=True,
+                    ),
+                ),
+                (
+                    "job",
+                    models.CharField(
+                        blank=True,
+                        help_text="The job it limits; blank: every job of its queue.",
+                        max_length=200,
+                    ),
+                ),
+                (
+                    "queue",
+                    models.CharField(
+                        blank=True,
+                        help_text="The queue it limits; blank: its job's every queue.",
+                        max_length=100,
+                    ),
+                ),
+                (
+                    "per_key",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Each key (from the job's concurrency_key) has it separately.",
+                    ),
+                ),
+                (
+                    "concurrency",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="At most this many running at once.", null=True
+                    ),
+                ),
+                (
+                    "rate",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="At most this many beginning in any period.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "period",
+                    models.DurationField(blank=True, help_text="The rate's period.", null=True),
+                ),
+                ("updated_at", models.DateTimeField()),
+                (
+                    "updated_by",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Who changed it last; none for a job's default.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+            ],
+            options={
+                "verbose_name": "flow limit",
+                "ordering": ["name"],
+            },
+        ),
+        migrations.CreateModel(
+            name="FlowBegin",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(blank=True, max_length=200)),
+                ("at", models.DateTimeField()),
+                (
+                    "limit",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="django_weft.flowlimit",
+                    ),
+                ),
+            ],
+        ),
+        migrations.AddConstraint(
+            model_name="flowlimit",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("job", ""), ("queue", ""), _negated=True),
+                name="weft_limit_has_a_scope",
+            ),
+        ),
+        migrations.AddConstraint(
+            model_name="flowlimit",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("concurrency__gte", 1), ("rate__gte", 1), _connector="OR"),
+                name="weft_limit_limits_something",
+            ),
+        ),
+        migrations.AddConstraint(
+            model_name="flowlimit",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("period__isnull", True), ("rate__isnull", True)),
+                    models.Q(("period__isnull", False), ("rate__isnull", False)),
+                    _connector="OR",
+                ),
+                name="weft_limit_rate_has_a_period",
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="flowbegin",
+            index=models.Index(fields=["limit", "at"], name="weft_begin_window"),
+        ),
+    ]

@@ -1,0 +1,34 @@
+"""Jobs the flow limit tests run: a sync per tenant, limited per tenant in code."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django_weft.jobs.context import RunContext
+from django_weft.jobs.limits import Limit
+from django_weft.jobs.registry import job
+
+
+def tenant_of(args: Any, owner: Any) -> str:
+    return str(args["tenant"])
+
+
+@job(
+    "tests.limits.sync",
+    concurrency_key=tenant_of,
+    limits=[
+        Limit(concurrency=2, per_key=True),
+        Limit("partner-api", rate=50, per=timedelta(seconds=1)),
+    ],
+)
+def sync(ctx: RunContext, *, tenant: str, number: int = 0) -> int:
+    """A tenant's sync: at most two of a tenant's at once, fifty a second in all."""
+    return number
+
+
+@job("tests.limits.hold", concurrency_key=tenant_of)
+def hold(ctx: RunContext, *, tenant: str, seconds: float = 0.2) -> str:
+    """Runs a moment (abort-aware), so that workers overlap; no limit in code."""
+    ctx.sleep(seconds)
+    return tenant

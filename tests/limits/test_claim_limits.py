@@ -1,0 +1,135 @@
+"""Flow limits at the claim (DESIGN.md section 10): concurrency per job, per key and per
+queue, rates counted over a sliding window of begins, on the driven clock; a run over a
+limit stays queued, never refused; a limit's row edited is obeyed at the next claim;
+two claims at the same moment never both take a limit's last place; a job's limits in
+code become rows a worker writes once, never undoing an edit."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from django_weft.engine.limits.defaults import write_defaults
+from django_weft.engine.runs.claiming import claim, deployed_pairs
+from django_weft.jobs.registry import registry
+from django_weft.models import FlowBegin, FlowLimit, Run, RunStatus, WorkerProcess
+from django_weft.operations import start
+from tests.threads import together
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def process() -> WorkerProcess:
+    now = timezone.now()
+    return WorkerProcess.objects.create(hostname="h", pid=1, started_at=now, last_beat=now)
+
+
+def take(process: WorkerProcess, now: datetime | None = None, limit: int = 10) -> list[Run]:
+    return claim(
+        deployed_pairs(registry),
+        limit=limit,
+        worker=process,
+        now=now or timezone.now(),
+        queues=None,
+    )
+
+
+def end(runs: list[Run]) -> None:
+    Run.objects.filter(pk__in=[run.pk for run in runs]).update(status=RunStatus.DONE)
+
+
+def limit(**fields: object) -> FlowLimit:
+    return FlowLimit.objects.create(updated_at=timezone.now(), **fields)
+
+
+def test_a_jobs_concurrency_keeps_the_rest_queued_until_one_ends(process: WorkerProcess) -> None:
+    limit(name="noop", job="tests.noop", concurrency=2)
+    runs = [start(registry.get("tests.noop")) for _ in range(5)]
+    first = take(process)
+    assert [run.pk for run in first] == [run.pk for run in runs[:2]], "oldest first"
+    assert take(process) == []
+    assert Run.objects.filter(status=RunStatus.QUEUED).count() == 3, "queued, not refused"
+    end(first[:1])
+    assert [run.pk for run in take(process)] == [runs[2].pk]
+
+
+def test_a_limit_per_key_holds_each_key_apart(process: WorkerProcess) -> None:
+    sync = registry.get("tests.limits.sync")
+    write_defaults([sync], timezone.now())
+    for number in range(4):
+        start(sync, {"tenant": "a", "number": number})
+    late = start(sync, {"tenant": "b"})
+    first = take(process)
+    assert [run.args["tenant"] for run in first] == ["a", "a", "b"]
+    assert late.pk in {run.pk for run in first}, "b's run is not stuck behind a's backlog"
+    assert take(process) == []
+    end(first[:1])
+    assert [(run.args["tenant"], run.args["number"]) for run in take(process)] == [("a", 2)]
+
+
+def test_a_queues_limit_covers_every_job_in_it(process: WorkerProcess) -> None:
+    limit(name="reports", queue="reports", concurrency=1)
+    noop = registry.get("tests.noop")
+    reports = [start(noop) for _ in range(2)]
+    Run.objects.filter(pk__in=[run.pk for run in reports]).update(queue="reports")
+    plain = start(noop)
+    claimed = take(process)
+    assert {run.pk for run in claimed} == {reports[0].pk, plain.pk}
+
+
+def test_a_rate_never_begins_more_than_it_allows_in_any_window(process: WorkerProcess) -> None:
+    limit(name="noop", job="tests.noop", rate=3, period=timedelta(minutes=1))
+    for _ in range(8):
+        start(registry.get("tests.noop"))
+    t0 = timezone.now()
+    assert len(take(process, t0)) == 3
+    assert take(process, t0 + timedelta(seconds=30)) == []
+    assert take(process, t0 + timedelta(seconds=59)) == []
+    assert len(take(process, t0 + timedelta(seconds=60))) == 3, "the first begins left it"
+    assert len(take(process, t0 + timedelta(seconds=119))) == 0
+    assert len(take(process, t0 + timedelta(seconds=120))) == 2
+    begins = sorted(FlowBegin.objects.values_list("at", flat=True))
+    assert all(at >= t0 + timedelta(seconds=60) for at in begins), "older begins dropped"
+
+
+def test_an_edited_limit_is_obeyed_at_the_next_claim(process: WorkerProcess) -> None:
+    row = limit(name="noop", job="tests.noop", concurrency=1)
+    for _ in range(4):
+        start(registry.get("tests.noop"))
+    assert len(take(process)) == 1
+    row.concurrency = 3
+    row.save()
+    assert len(take(process)) == 2
+    row.delete()
+    assert len(take(process)) == 1, "no limit left: the plain claim again"
+
+
+def test_two_claims_at_once_never_both_take_the_last_place(process: WorkerProcess) -> None:
+    limit(name="noop", job="tests.noop", concurrency=1)
+    for _ in range(4):
+        start(registry.get("tests.noop"))
+
+    def one() -> int:
+        try:
+            return len(take(process))
+        finally:
+            connection.close()
+
+    assert sorted(together(one, one)) == [0, 1]
+    assert Run.objects.filter(status=RunStatus.RUNNING).count() == 1
+
+
+def test_a_jobs_limits_in_code_become_rows_once_and_edits_stay(process: WorkerProcess) -> None:
+    sync = registry.get("tests.limits.sync")
+    write_defaults([sync], timezone.now())
+    rows = {row.name: row for row in FlowLimit.objects.all()}
+    assert set(rows) == {"tests.limits.sync", "partner-api"}
+    assert (rows["tests.limits.sync"].concurrency, rows["tests.limits.sync"].per_key) == (2, True)
+    assert (rows["partner-api"].rate, rows["partner-api"].period) == (50, timedelta(seconds=1))
+    FlowLimit.objects.filter(name="partner-api").update(rate=5)
+    write_defaults([sync], timezone.now())
+    assert FlowLimit.objects.get(name="partner-api").rate == 5, "the edit stays"
