@@ -17,6 +17,7 @@ from django_weft.engine.runs.claiming import claim, deployed_pairs
 from django_weft.jobs.registry import registry
 from django_weft.models import FlowBegin, FlowLimit, Run, RunStatus, WorkerProcess
 from django_weft.operations import start
+from django_weft.testing import Rehearsal
 from tests.threads import together
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -133,3 +134,32 @@ def test_a_jobs_limits_in_code_become_rows_once_and_edits_stay(process: WorkerPr
     FlowLimit.objects.filter(name="partner-api").update(rate=5)
     write_defaults([sync], timezone.now())
     assert FlowLimit.objects.get(name="partner-api").rate == 5, "the edit stays"
+
+
+def test_a_full_rate_tells_the_worker_its_next_slot(process: WorkerProcess) -> None:
+    limit(name="noop", job="tests.noop", rate=2, period=timedelta(seconds=10))
+    for _ in range(3):
+        start(registry.get("tests.noop"))
+    t0 = timezone.now()
+    told: list[datetime] = []
+    claimed = claim(
+        deployed_pairs(registry), limit=10, worker=process, now=t0, queues=None, held=told.append
+    )
+    assert (len(claimed), told) == (2, [t0 + timedelta(seconds=10)])
+
+
+def test_runs_over_a_rate_run_as_its_window_allows_on_the_driven_clock(
+    rehearsal: Rehearsal,
+) -> None:
+    limit(name="noop", job="tests.noop", rate=2, period=timedelta(seconds=10))
+    runs = [start(registry.get("tests.noop")) for _ in range(5)]
+    done = Run.objects.filter(pk__in=[run.pk for run in runs], status=RunStatus.DONE)
+    rehearsal.advance(timedelta(0))
+    assert done.count() == 2
+    rehearsal.advance(timedelta(seconds=9))
+    assert done.count() == 2, "no slot before the window moved on"
+    rehearsal.advance(timedelta(seconds=1))
+    assert done.count() == 4
+    rehearsal.advance(timedelta(seconds=10))
+    assert done.count() == 5
+    assert not Run.objects.filter(status=RunStatus.FAILED).exists()

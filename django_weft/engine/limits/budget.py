@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, Min, Q
 
 from django_weft.engine.database import sql
 from django_weft.models import FlowBegin, FlowLimit, Run, RunStatus
@@ -70,11 +70,19 @@ class Budget:
     """The room each limit's buckets have left, for one claim."""
 
     def __init__(
-        self, limits: Sequence[FlowLimit], running: Counter[Bucket], begun: Counter[Bucket]
+        self,
+        limits: Sequence[FlowLimit],
+        now: datetime,
+        running: Counter[Bucket],
+        begun: Counter[Bucket],
+        oldest: dict[Bucket, datetime],
     ):
         self.limits = limits
+        self._now = now
         self._running = running
         self._begun = begun
+        #: Each rate's bucket's oldest begin in its window: its next slot is a period on.
+        self._oldest = oldest
 
     @classmethod
     def taken(cls, limits: Sequence[FlowLimit], now: datetime) -> Budget:
@@ -91,6 +99,7 @@ class Budget:
             FlowLimit.objects.filter(pk__in=ids).update(name=F("name"))
         running: Counter[Bucket] = Counter()
         begun: Counter[Bucket] = Counter()
+        oldest: dict[Bucket, datetime] = {}
         for limit in limits:
             if limit.concurrency is not None:
                 found = (
@@ -103,9 +112,11 @@ class Budget:
                     running[bucket(limit, key)] += count
             if limit.rate is not None and limit.period is not None:
                 window = FlowBegin.objects.filter(limit=limit, at__gt=now - limit.period)
-                for key, count in window.values_list("key").annotate(count=Count("pk")).order_by():
+                counted = window.values_list("key").annotate(count=Count("pk"), oldest=Min("at"))
+                for key, count, first in counted.order_by():
                     begun[(limit.pk, key)] += count
-        return cls(limits, running, begun)
+                    oldest[(limit.pk, key)] = first
+        return cls(limits, now, running, begun, oldest)
 
     def room(self, limit: FlowLimit, key: str) -> int:
         """How many more runs of ``key`` ``limit`` lets this claim begin."""
@@ -151,10 +162,24 @@ class Budget:
             ]
             if all(self.room(limit, candidate.key) > 0 for limit in concerned):
                 for limit in concerned:
-                    self._running[bucket(limit, candidate.key)] += 1
-                    self._begun[bucket(limit, candidate.key)] += 1
+                    taken = bucket(limit, candidate.key)
+                    self._running[taken] += 1
+                    self._begun[taken] += 1
+                    self._oldest.setdefault(taken, self._now)
                 admitted.append(candidate)
         return admitted
+
+    def next_slot(self) -> datetime | None:
+        """When the first rate now full lets a run begin again: its bucket's oldest
+        begin in the window, a period on (None: no rate is full)."""
+        moments = [
+            self._oldest[(limit.pk, key)] + limit.period
+            for limit in self.limits
+            if limit.rate is not None and limit.period is not None
+            for (limit_id, key) in self._begun
+            if limit_id == limit.pk and self.room(limit, key) <= 0
+        ]
+        return min(moments, default=None)
 
     def record(self, admitted: Iterable[Candidate], now: datetime) -> None:
         """Write the begins of ``admitted`` under each rate that concerns them, and drop

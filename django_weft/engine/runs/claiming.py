@@ -31,7 +31,7 @@ A project with no limit pays for none of it but one ``EXISTS`` when its queue is
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from functools import cache, partial
 from typing import TYPE_CHECKING
@@ -58,12 +58,15 @@ def claim(
     worker: WorkerProcess,
     now: datetime,
     queues: Iterable[str] | None,
+    held: Callable[[datetime], None] | None = None,
 ) -> list[Run]:
     """Mark up to ``limit`` queued runs as running on ``worker`` and return them.
 
     Only runs whose (job, version) is in ``deployed`` (see :func:`deployed_pairs`) are
     taken, the others being blocked here; a run waiting for a retry is not taken before
     its ``retry_at``, nor a run of a paused queue, nor a run its flow limits hold back.
+    ``held`` is told when a rate now full next lets a run begin, for the worker to look
+    again then.
     """
     if not deployed or limit < 1:
         return []
@@ -71,7 +74,7 @@ def claim(
     claimed = _claim_plain(deployed, chosen, limit=limit, worker=worker, now=now)
     if claimed or not FlowLimit.objects.exists():
         return claimed
-    return _claim_limited(deployed, chosen, limit=limit, worker=worker, now=now)
+    return _claim_limited(deployed, chosen, limit=limit, worker=worker, now=now, held=held)
 
 
 def _claim_plain(
@@ -98,6 +101,7 @@ def _claim_limited(
     limit: int,
     worker: WorkerProcess,
     now: datetime,
+    held: Callable[[datetime], None] | None,
 ) -> list[Run]:
     """The claim under the flow limits that may concern it (see
     :mod:`django_weft.engine.limits.budget`): pick, admit, take, in one transaction."""
@@ -113,6 +117,9 @@ def _claim_limited(
             cursor.execute(statement, params)
             candidates = [Candidate(uuid.UUID(str(row[0])), *row[1:]) for row in cursor.fetchall()]
         admitted = budget.admit(candidates, limit)
+        slot = budget.next_slot()
+        if held is not None and slot is not None:
+            held(slot)
         if not admitted:
             return []
         taken = _in_claim_order(

@@ -154,6 +154,7 @@ class Intake:
         free = self._in_flight.executor.free_slots()
         if free <= 0:
             return False
+        self._lookout.next_slot = None  # the claim says it again if a rate still holds
         runs = self._claim(process, now, limit=free)
         self._lookout.more_to_claim = len(runs) == free
         for run in runs:
@@ -172,6 +173,7 @@ class Intake:
                 worker=process,
                 now=now,
                 queues=self.options.queues,
+                held=self._lookout.slot_at,
             )
         )
 

@@ -4,7 +4,8 @@ A full look (every step, every query) comes once per poll interval, after a wake
 worker cannot place, and in every round on a driven clock (tests change rows between two
 advances, and what they see must not depend on real time). In between a round fires only
 when a fire is due or the last round fired, and claims only when the last claim filled
-every free slot, a NOTIFY announced runs, or a retry came due: a worker busy with runs
+every free slot, a NOTIFY announced runs, a retry came due, or a rate limit's next slot
+came: a worker busy with runs
 does not query for schedules at every run that ends.
 
 The LISTEN glue lands here too: a NOTIFY (on the listener's thread) says where to look
@@ -43,6 +44,9 @@ class Lookout:
         #: The next due fire and the next retry, as the last looks read them.
         self.next_fire: datetime | None = None
         self.next_retry: datetime | None = None
+        #: When a full rate limit next lets a run it holds begin, as the last claim
+        #: read it (see :func:`~django_weft.engine.runs.claiming.claim`).
+        self.next_slot: datetime | None = None
 
     def everywhere(self, *, driven: bool) -> bool:
         """Whether the next round is a full look."""
@@ -61,10 +65,14 @@ class Lookout:
 
     def claim(self, now: datetime) -> bool:
         """Whether a round that is not a full look claims."""
-        return self.more_to_claim or self.retry_due(now)
+        return self.more_to_claim or self.retry_due(now) or _due(self.next_slot, now)
 
     def retry_due(self, now: datetime) -> bool:
         return _due(self.next_retry, now)
+
+    def slot_at(self, moment: datetime) -> None:
+        """A claim found a rate limit full until ``moment``."""
+        self.next_slot = moment
 
     def retry_at(self, moment: datetime) -> None:
         """A finish queued a retry at ``moment``."""

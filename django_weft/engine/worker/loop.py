@@ -303,12 +303,12 @@ class Worker:
         return result
 
     def next_wakeup(self) -> datetime | None:
-        """The next moment something is due here: a fire, a retry, a run's timeout.
+        """The next moment something is due here: a fire, a retry or rate slot, a timeout.
 
         From what the last rounds read; a full look refreshes it at least once per poll
         interval, which is also the longest the loop sleeps.
         """
-        moments = [self.lookout.next_retry, *self.timeouts.moments()]
+        moments = [self.lookout.next_retry, self.lookout.next_slot, *self.timeouts.moments()]
         if self.options.schedules:
             moments.append(self.lookout.next_fire)
         return min((moment for moment in moments if moment is not None), default=None)
