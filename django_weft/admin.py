@@ -10,6 +10,7 @@ from django.contrib import admin
 
 from django_weft.console.audit import AuditRecordAdmin
 from django_weft.console.groups import GroupAdmin
+from django_weft.console.limits import FlowLimitAdmin
 from django_weft.console.overview_page import OverviewAdmin
 from django_weft.console.records import DocumentAdmin, WorkerProcessAdmin
 from django_weft.console.runs import RunAdmin
@@ -19,6 +20,7 @@ from django_weft.console.workflows import WorkflowAdmin
 from django_weft.models import (
     AuditRecord,
     Document,
+    FlowLimit,
     Group,
     Module,
     Overview,
@@ -32,6 +34,7 @@ admin.site.register(Schedule, ScheduleAdmin)
 admin.site.register(Run, RunAdmin)
 admin.site.register(Group, GroupAdmin)
 admin.site.register(Workflow, WorkflowAdmin)
+admin.site.register(FlowLimit, FlowLimitAdmin)
 admin.site.register(Overview, OverviewAdmin)
 admin.site.register(Document, DocumentAdmin)
 admin.site.register(WorkerProcess, WorkerProcessAdmin)

@@ -14,6 +14,7 @@ from rest_framework.routers import SimpleRouter
 
 from django_weft.api.discovery import ApiRootView, RedocView, SchemaView, SwaggerView
 from django_weft.api.group_views import GroupViewSet
+from django_weft.api.limit_views import LimitViewSet
 from django_weft.api.schedule_views import ScheduleViewSet
 from django_weft.api.views import RunViewSet
 from django_weft.api.workflow_views import WorkflowViewSet
@@ -23,6 +24,7 @@ router.register("runs", RunViewSet, basename="weft-run")
 router.register("schedules", ScheduleViewSet, basename="weft-schedule")
 router.register("groups", GroupViewSet, basename="weft-group")
 router.register("workflows", WorkflowViewSet, basename="weft-workflow")
+router.register("limits", LimitViewSet, basename="weft-limit")
 
 #: What the root lists: a name for each address, and the URL name it reverses.
 ROOT = {
@@ -30,6 +32,7 @@ ROOT = {
     "schedules": "weft-schedule-list",
     "groups": "weft-group-list",
     "workflows": "weft-workflow-list",
+    "limits": "weft-limit-list",
     "schema": "weft-schema",
     "swagger-ui": "weft-swagger-ui",
     "redoc": "weft-redoc",

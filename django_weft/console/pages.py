@@ -37,6 +37,7 @@ from django_weft.console.history import (
     SPLITS,
 )
 from django_weft.console.overview import read_overview
+from django_weft.engine.limits.reasons import Hold, holds
 from django_weft.live import projections
 from django_weft.models import Attempt, Group, Run, RunStatus
 from django_weft.timing.durations import PERCENTILES
@@ -161,6 +162,8 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
             if run.status == RunStatus.WAITING and run.workflow_id is not None
             else None
         ),
+        # The flow limits a queued run waits on, as text: a guest may read them too.
+        "held_by": [_hold_text(hold, now) for hold in holds(run, now)],
         "may_retry": run.is_finished and full and access.may_start_runs(user),
         # Which runs exist is no secret from a guest: both views link a retry both ways.
         "retry_of": run.retry_of_id,
@@ -202,6 +205,25 @@ class StepView:
     result_json: str
     attempt: int
     recorded: str
+
+
+def _hold_text(hold: Hold, now: datetime) -> str:
+    """Why a limit holds a run back, with when it may begin for a full rate."""
+    if hold.kind == "concurrency":
+        return _("Waits for the concurrency limit %(name)s: %(used)s of %(allowed)s running.") % {
+            "name": hold.name,
+            "used": hold.used,
+            "allowed": hold.allowed,
+        }
+    return _(
+        "Waits for the rate limit %(name)s: %(used)s of %(allowed)s begun in its period; "
+        "next slot in %(wait)s."
+    ) % {
+        "name": hold.name,
+        "used": hold.used,
+        "allowed": hold.allowed,
+        "wait": duration(hold.next_slot - now) if hold.next_slot is not None else "-",
+    }
 
 
 def steps(run: Run, zone: tzinfo) -> list[StepView]:

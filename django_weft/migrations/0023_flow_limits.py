@@ -1,5 +1,5 @@
-"""Flow limits (``FlowLimit``) and the begins counted against their rates
-(``FlowBegin``)."""
+"""Flow limits (``FlowLimit``), the begins counted against their rates (``FlowBegin``),
+and the audit trail's actions on them."""
 
 import django.db.models.deletion
 from django.conf import settings
@@ -13,6 +13,44 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AlterField(
+            model_name="auditrecord",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("start", "start a run"),
+                    ("abort", "abort a run"),
+                    ("retry", "retry a run"),
+                    ("run_delete", "delete a run"),
+                    ("run_now", "run a schedule now"),
+                    ("schedule_create", "create a schedule"),
+                    ("schedule_edit", "edit a schedule"),
+                    ("schedule_enable", "enable a schedule"),
+                    ("schedule_disable", "disable a schedule"),
+                    ("schedule_delete", "delete a schedule"),
+                    ("queue_pause", "pause a queue"),
+                    ("queue_resume", "resume a queue"),
+                    ("document_change", "change a document"),
+                    ("module_edit", "edit a module"),
+                    ("module_grant", "grant a host function"),
+                    ("module_approve", "approve a module"),
+                    ("module_delete", "delete a module"),
+                    ("schedule_take_over", "take over a schedule"),
+                    ("group_start", "start a group"),
+                    ("group_add", "add to a group"),
+                    ("group_seal", "seal a group"),
+                    ("group_abort", "abort a group"),
+                    ("workflow_start", "start a workflow"),
+                    ("workflow_abort", "abort a workflow"),
+                    ("workflow_retry_step", "retry a workflow's step"),
+                    ("signal", "signal a run"),
+                    ("limit_create", "create a flow limit"),
+                    ("limit_edit", "edit a flow limit"),
+                    ("limit_delete", "delete a flow limit"),
+                ],
+                max_length=40,
+            ),
+        ),
         migrations.CreateModel(
             name="FlowLimit",
             fields=[
@@ -115,6 +153,7 @@ class Migration(migrations.Migration):
             constraint=models.CheckConstraint(
                 condition=models.Q(("job", ""), ("queue", ""), _negated=True),
                 name="weft_limit_has_a_scope",
+                violation_error_message="Name a job, a queue, or both.",
             ),
         ),
         migrations.AddConstraint(
@@ -122,6 +161,7 @@ class Migration(migrations.Migration):
             constraint=models.CheckConstraint(
                 condition=models.Q(("concurrency__gte", 1), ("rate__gte", 1), _connector="OR"),
                 name="weft_limit_limits_something",
+                violation_error_message="Give a concurrency, a rate, or both (each at least 1).",
             ),
         ),
         migrations.AddConstraint(
@@ -133,6 +173,7 @@ class Migration(migrations.Migration):
                     _connector="OR",
                 ),
                 name="weft_limit_rate_has_a_period",
+                violation_error_message="A rate needs its period, and a period its rate.",
             ),
         ),
         migrations.AddIndex(

@@ -64,6 +64,12 @@ class AuditAction(models.TextChoices):
     SIGNAL = "signal", "signal a run"
     """A signal was sent to a run; ``details['signal']`` names it (its payload stays with
     the run's signal, seen by those who see the run in full)."""
+    LIMIT_CREATE = "limit_create", "create a flow limit"
+    """A flow limit was created; every worker obeys it from its next claim."""
+    LIMIT_EDIT = "limit_edit", "edit a flow limit"
+    """A flow limit was changed; ``changed`` names its fields."""
+    LIMIT_DELETE = "limit_delete", "delete a flow limit"
+    """A flow limit was deleted (the record keeps its id and name)."""
 
 
 class EntryPoint(models.TextChoices):

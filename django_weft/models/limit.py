@@ -56,16 +56,20 @@ class FlowLimit(models.Model):
         verbose_name = "flow limit"
         constraints = [
             models.CheckConstraint(
-                condition=~models.Q(job="", queue=""), name="weft_limit_has_a_scope"
+                condition=~models.Q(job="", queue=""),
+                name="weft_limit_has_a_scope",
+                violation_error_message="Name a job, a queue, or both.",
             ),
             models.CheckConstraint(
                 condition=models.Q(concurrency__gte=1) | models.Q(rate__gte=1),
                 name="weft_limit_limits_something",
+                violation_error_message="Give a concurrency, a rate, or both (each at least 1).",
             ),
             models.CheckConstraint(
                 condition=models.Q(rate__isnull=True, period__isnull=True)
                 | models.Q(rate__isnull=False, period__isnull=False),
                 name="weft_limit_rate_has_a_period",
+                violation_error_message="A rate needs its period, and a period its rate.",
             ),
         ]
 

@@ -73,6 +73,7 @@ from django_weft.operations.groups import (
     start_group_for,
     start_requested_group_for,
 )
+from django_weft.operations.limits import create_limit_for, delete_limit_for, edit_limit_for
 from django_weft.operations.modules import approve_module_for, delete_module_for, save_module_for
 from django_weft.operations.queues import pause_queue_for, resume_queue_for
 from django_weft.operations.refusals import REFUSALS, describe_refusal
@@ -165,11 +166,14 @@ __all__ = [
     "astart_workflow",
     "bulk_for",
     "change_document",
+    "create_limit_for",
     "create_schedule_for",
+    "delete_limit_for",
     "delete_module_for",
     "delete_run_for",
     "delete_schedule_for",
     "describe_refusal",
+    "edit_limit_for",
     "edit_schedule_for",
     "entry_point",
     "find_workflow",

@@ -97,6 +97,11 @@ class Budget:
             )
         else:
             FlowLimit.objects.filter(pk__in=ids).update(name=F("name"))
+        return cls.counted(limits, now)
+
+    @classmethod
+    def counted(cls, limits: Sequence[FlowLimit], now: datetime) -> Budget:
+        """Count the use of ``limits`` now, without a lock: what a page shows."""
         running: Counter[Bucket] = Counter()
         begun: Counter[Bucket] = Counter()
         oldest: dict[Bucket, datetime] = {}
@@ -168,6 +173,24 @@ class Budget:
                     self._oldest.setdefault(taken, self._now)
                 admitted.append(candidate)
         return admitted
+
+    def slot_of(self, limit: FlowLimit, key: str) -> datetime | None:
+        """When ``limit``'s rate lets a run of ``key`` begin again (None: it has room)."""
+        found = bucket(limit, key)
+        if limit.period is None or found not in self._oldest:
+            return None
+        return self._oldest[found] + limit.period
+
+    def running(self, limit: FlowLimit, key: str) -> int:
+        return self._running[bucket(limit, key)]
+
+    def begun(self, limit: FlowLimit, key: str) -> int:
+        return self._begun[bucket(limit, key)]
+
+    def busiest(self, limit: FlowLimit, kind: str) -> int:
+        """The most any bucket of ``limit`` has ``running`` or ``begun`` now."""
+        counted = self._running if kind == "running" else self._begun
+        return max((n for (limit_id, _), n in counted.items() if limit_id == limit.pk), default=0)
 
     def next_slot(self) -> datetime | None:
         """When the first rate now full lets a run begin again: its bucket's oldest
