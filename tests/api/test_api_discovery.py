@@ -93,6 +93,7 @@ def test_api_root_lists_every_endpoint_for_anyone() -> None:
         "schedules": "http://testserver/api/weft/schedules/",
         "groups": "http://testserver/api/weft/groups/",
         "workflows": "http://testserver/api/weft/workflows/",
+        "limits": "http://testserver/api/weft/limits/",
         "schema": "http://testserver/api/weft/schema/",
         "swagger-ui": "http://testserver/api/weft/schema/swagger-ui/",
         "redoc": "http://testserver/api/weft/schema/redoc/",
