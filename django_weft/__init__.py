@@ -42,6 +42,7 @@ _HOMES: dict[str, str] = {
     "Step": "django_weft.jobs.workflows",
     "chain": "django_weft.jobs.workflows",
     "StepOutcome": "django_weft.jobs.upstream",
+    "Limit": "django_weft.jobs.limits",
     "start_workflow": "django_weft.operations",
     "astart_workflow": "django_weft.operations",
     "abort_workflow": "django_weft.operations",
@@ -78,6 +79,7 @@ _HOMES: dict[str, str] = {
     "UnknownWorkflow": "django_weft.exceptions",
     "InvalidWorkflowStep": "django_weft.exceptions",
     "StepNotRetriable": "django_weft.exceptions",
+    "MembersFailed": "django_weft.exceptions",
 }
 """Every public name and the module it lives in: the one map of the package's face."""
 
@@ -109,6 +111,7 @@ if TYPE_CHECKING:
     from django_weft.exceptions import InvalidSignal as InvalidSignal
     from django_weft.exceptions import InvalidStep as InvalidStep
     from django_weft.exceptions import InvalidWorkflowStep as InvalidWorkflowStep
+    from django_weft.exceptions import MembersFailed as MembersFailed
     from django_weft.exceptions import RunAborted as RunAborted
     from django_weft.exceptions import RunFinished as RunFinished
     from django_weft.exceptions import RunLost as RunLost
@@ -121,6 +124,7 @@ if TYPE_CHECKING:
     from django_weft.exceptions import UnknownWorkflow as UnknownWorkflow
     from django_weft.exceptions import WeftError as WeftError
     from django_weft.jobs.context import RunContext as RunContext
+    from django_weft.jobs.limits import Limit as Limit
     from django_weft.jobs.outcomes import FinishContext as FinishContext
     from django_weft.jobs.outcomes import Outcome as Outcome
     from django_weft.jobs.output import AsyncThrottle as AsyncThrottle
