@@ -20,7 +20,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
@@ -28,6 +28,11 @@ from django.db.models import Count, F, Min, Q
 
 from django_weft.engine.database import sql
 from django_weft.models import FlowBegin, FlowLimit, Run, RunStatus
+
+#: How long past its window a begin is kept. A claim's ``now`` is read before it waits
+#: for the limits' locks, so a claim may count from a moment earlier than the claim
+#: before it; the begins that claim still counts must not be gone.
+KEPT = timedelta(minutes=1)
 
 #: (limit id, key): a limit's bucket; the key is "" for a limit not per key.
 Bucket = tuple[int, str]
@@ -206,7 +211,7 @@ class Budget:
 
     def record(self, admitted: Iterable[Candidate], now: datetime) -> None:
         """Write the begins of ``admitted`` under each rate that concerns them, and drop
-        the begins no window will count again."""
+        the begins no claim will count again (see :data:`KEPT`)."""
         rated = [
             limit for limit in self.limits if limit.rate is not None and limit.period is not None
         ]
@@ -219,7 +224,7 @@ class Budget:
         FlowBegin.objects.bulk_create(begins)
         for limit in rated:
             assert limit.period is not None
-            FlowBegin.objects.filter(limit=limit, at__lte=now - limit.period).delete()
+            FlowBegin.objects.filter(limit=limit, at__lte=now - limit.period - KEPT).delete()
 
 
 def _scope(limit: FlowLimit) -> Q:

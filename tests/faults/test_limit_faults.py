@@ -1,0 +1,115 @@
+"""Flow limits with four real ``runjobs`` processes on a throwaway PostgreSQL: a limit of
+5 per key never has a sixth of that key running; a rate of 50 a second never begins 51
+in any one-second window (checked from the stored begin times); a limit edited in the
+console is obeyed by every worker from its next claim."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
+
+from django_weft.jobs.registry import registry
+from django_weft.models import FlowLimit, Run, RunStatus
+from django_weft.operations import start
+from django_weft.timing import clocks
+from tests.processes import Runjobs, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def limit(**fields: object) -> FlowLimit:
+    return FlowLimit.objects.create(updated_at=clocks.now(), **fields)
+
+
+def running(**args: object) -> int:
+    found = Run.objects.filter(job="tests.limits.hold", status=RunStatus.RUNNING)
+    for name, value in args.items():
+        found = found.filter(**{f"args__{name}": value})
+    return found.count()
+
+
+def test_four_workers_never_run_a_sixth_of_a_key(
+    start_runjobs: Callable[..., Runjobs],
+) -> None:
+    limit(name="hold", job="tests.limits.hold", concurrency=5, per_key=True)
+    hold = registry.get("tests.limits.hold")
+    runs = [start(hold, {"tenant": "a", "seconds": 0.3}) for _ in range(30)]
+    runs += [start(hold, {"tenant": "b", "seconds": 0.3}) for _ in range(10)]
+    for _ in range(4):
+        start_runjobs("--concurrency", "4")
+    peak = {"a": 0, "b": 0}
+
+    def drained() -> bool:
+        for tenant in peak:
+            peak[tenant] = max(peak[tenant], running(tenant=tenant))
+        return not Run.objects.filter(pk__in=[run.pk for run in runs]).unfinished().exists()
+
+    wait_for(drained, timeout=180, what="forty runs, five of a tenant at a time")
+    assert peak["a"] <= 5, peak
+    assert peak["b"] <= 5, peak
+    ended = Run.objects.filter(pk__in=[run.pk for run in runs])
+    assert {(run.status, run.attempt) for run in ended} == {(RunStatus.DONE, 1)}
+    assert len({run.worker_id for run in ended}) > 1, "the workers shared the work"
+
+
+def test_four_workers_never_begin_more_than_a_rate_in_any_window(
+    start_runjobs: Callable[..., Runjobs],
+) -> None:
+    limit(name="noop-rate", job="tests.noop", rate=50, period=timedelta(seconds=1))
+    noop = registry.get("tests.noop")
+    runs = [start(noop) for _ in range(200)]
+    for _ in range(4):
+        start_runjobs("--concurrency", "8")
+    ended = Run.objects.filter(pk__in=[run.pk for run in runs])
+    wait_for(lambda: not ended.unfinished().exists(), timeout=180, what="200 runs, 50 a second")
+    begins = sorted(ended.values_list("started_at", flat=True))
+    assert len(begins) == 200
+    second = timedelta(seconds=1)
+    busiest = max(
+        bisect.bisect_left(begins, begin + second) - index for index, begin in enumerate(begins)
+    )
+    assert busiest <= 50, f"{busiest} began in one second"
+    assert len(set(ended.values_list("worker_id", flat=True))) > 1
+
+
+def test_a_limit_edited_in_the_console_is_obeyed_by_every_worker(
+    start_runjobs: Callable[..., Runjobs],
+) -> None:
+    row = limit(name="hold-all", job="tests.limits.hold", concurrency=1)
+    hold = registry.get("tests.limits.hold")
+    runs = [start(hold, {"tenant": "a", "seconds": 0.4}) for _ in range(16)]
+    for _ in range(4):
+        start_runjobs("--concurrency", "4")
+    ended = Run.objects.filter(pk__in=[run.pk for run in runs])
+    peak = [0]
+
+    def some_ended() -> bool:
+        peak[0] = max(peak[0], running())
+        return ended.filter(status=RunStatus.DONE).count() >= 3
+
+    wait_for(some_ended, timeout=120, what="three runs, one at a time")
+    assert peak[0] <= 1
+    operator = get_user_model().objects.create_superuser("ops", "ops@example.com", "ops")
+    client = Client()
+    client.force_login(operator)
+    edited = client.post(
+        reverse("admin:django_weft_flowlimit_change", args=[row.pk]),
+        {"name": "hold-all", "job": "tests.limits.hold", "queue": "", "concurrency": "4"},
+    )
+    assert edited.status_code == 302, edited.content.decode()[:500]
+    peak[0] = 0
+
+    def drained() -> bool:
+        peak[0] = max(peak[0], running())
+        return not ended.unfinished().exists()
+
+    wait_for(drained, timeout=120, what="the rest, four at a time")
+    assert 1 <= peak[0] <= 4
+    later = ended.filter(started_at__gt=FlowLimit.objects.get(pk=row.pk).updated_at)
+    assert len(set(later.values_list("worker_id", flat=True))) > 1, "obeyed by several workers"
