@@ -11,7 +11,10 @@ each walks an index (tests/observe/test_gauges.py reads PostgreSQL's plans):
 - waiting runs (asleep, or waiting for a signal), grouped by job: the rows of the
   status index (``weft_run_status_newest``) for ``waiting``, which holds no finished run;
 - live workers: the partial index ``weft_worker_alive`` over workers not stopped;
-- paused queues: one row per paused queue.
+- paused queues: one row per paused queue;
+- flow limits: their use (runs running, begins in the window) by limit and key, as the
+  claim counts it; queued runs a full limit holds back are counted apart and left out
+  of the oldest wait, since they wait by design.
 
 Counts of what happened (runs finished, fires, ...) are never counted here: each process
 counts its own events (:mod:`django_weft.observe.metrics`).
@@ -23,12 +26,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Min, Q, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, Min, Q, QuerySet, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 
 from django_weft.conf import weft_settings
+from django_weft.engine.limits.budget import Budget
 from django_weft.jobs.registry import registry
-from django_weft.models import PausedQueue, Run, RunStatus, WorkerProcess
+from django_weft.models import FlowLimit, PausedQueue, Run, RunStatus, WorkerProcess
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,19 @@ class QueueState:
     #: since its retry came due); 0 when no run of the queue may be claimed now.
     oldest_wait: float
     paused: bool
+    #: Queued runs a flow limit holds back now (in ``depth``, not in ``oldest_wait``).
+    held: int = 0
+
+
+@dataclass(frozen=True)
+class LimitUse:
+    """A flow limit as a scrape sees it: what it allows, and its busiest key's use."""
+
+    name: str
+    concurrency: int | None
+    running: int
+    rate: int | None
+    begun: int
 
 
 @dataclass(frozen=True)
@@ -55,18 +73,28 @@ class Snapshot:
     waiting: dict[str, int]
     #: Workers that beat within ``WEFT_LOST_AFTER`` and did not stop.
     live_workers: int
+    limits: list[LimitUse]
 
 
-def queued_by_queue(now: datetime) -> QuerySet[Any, Any]:
-    """Per queue: its queued runs (``depth``) and when its longest-waiting claimable run
+def queued_by_queue(now: datetime, free: Budget | None = None) -> QuerySet[Any, Any]:
+    """Per queue: its queued runs (``depth``), those the flow limits of ``free`` hold
+    back now (``held``), and when its longest-waiting claimable run that no limit holds
     became claimable (``ready_since``, None when none is claimable yet)."""
     claimable = Q(retry_at__isnull=True) | Q(retry_at__lte=now)
+    exclusions, params = free.exclusions() if free is not None else ("", [])
+    if exclusions:
+        unheld: Any = ExpressionWrapper(RawSQL(exclusions, params), output_field=BooleanField())
+        held: Any = Count("pk", filter=~Q(unheld))
+        claimable &= Q(unheld)
+    else:
+        held = Value(0)
     return (
         Run.objects.filter(status=RunStatus.QUEUED)
         .order_by()
         .values("queue")
         .annotate(
             depth=Count("pk"),
+            held=held,
             ready_since=Min(Coalesce("retry_at", "created_at"), filter=claimable),
         )
     )
@@ -88,13 +116,16 @@ def live_workers(now: datetime) -> QuerySet[WorkerProcess]:
 
 
 def snapshot(now: datetime) -> Snapshot:
-    """Read the gauges' values at ``now`` (five queries, none over finished runs).
+    """Read the gauges' values at ``now`` (six queries, and a count or two for each flow
+    limit; none over finished runs).
 
     Every queue a registered job uses or that is paused is listed, with a depth of 0
     when it holds no run: a gauge that vanishes when its queue drains reads as no data.
     """
     paused = set(PausedQueue.objects.values_list("queue", flat=True))
-    found: dict[str, dict[str, Any]] = {row["queue"]: row for row in queued_by_queue(now)}
+    limits = list(FlowLimit.objects.order_by("name"))
+    budget = Budget.counted(limits, now) if limits else None
+    found: dict[str, dict[str, Any]] = {row["queue"]: row for row in queued_by_queue(now, budget)}
     names = sorted({job.queue for job in registry} | paused | set(found))
     queues = []
     for name in names:
@@ -107,6 +138,7 @@ def snapshot(now: datetime) -> Snapshot:
                 depth=int(row.get("depth", 0)),
                 oldest_wait=max(0.0, wait),
                 paused=name in paused,
+                held=int(row.get("held", 0)),
             )
         )
     return Snapshot(
@@ -114,4 +146,15 @@ def snapshot(now: datetime) -> Snapshot:
         running=counted_by_job(RunStatus.RUNNING),
         waiting=counted_by_job(RunStatus.WAITING),
         live_workers=live_workers(now).count(),
+        limits=[
+            LimitUse(
+                limit.name,
+                limit.concurrency,
+                budget.busiest(limit, "running"),
+                limit.rate,
+                budget.busiest(limit, "begun"),
+            )
+            for limit in limits
+            if budget is not None
+        ],
     )

@@ -171,10 +171,16 @@ def _gauges(snapshot: gauges.Snapshot) -> Iterator[Metric]:
     paused = GaugeMetricFamily(
         "weft_queue_paused", "1 while the queue is paused, else 0.", labels=["queue"]
     )
+    held = GaugeMetricFamily(
+        "weft_queue_held_runs",
+        "Queued runs a flow limit holds back now (left out of the oldest wait).",
+        labels=["queue"],
+    )
     for queue in snapshot.queues:
         depth.add_metric([queue.queue], queue.depth)
         wait.add_metric([queue.queue], queue.oldest_wait)
         paused.add_metric([queue.queue], 1 if queue.paused else 0)
+        held.add_metric([queue.queue], queue.held)
     running = GaugeMetricFamily("weft_runs_running", "Running runs, by job.", labels=["job"])
     for job, count in sorted(snapshot.running.items()):
         running.add_metric([job], count)
@@ -189,7 +195,30 @@ def _gauges(snapshot: gauges.Snapshot) -> Iterator[Metric]:
     )
     for job, count in sorted(snapshot.waiting.items()):
         waiting.add_metric([job], count)
-    yield from (depth, wait, paused, running, waiting, workers)
+    yield from (depth, wait, paused, held, running, waiting, workers)
+    yield from _limit_gauges(snapshot.limits)
+
+
+def _limit_gauges(limits: list[gauges.LimitUse]) -> Iterator[Metric]:
+    """Each flow limit's bounds and use now (its busiest key's, for a limit per key)."""
+    allowed = GaugeMetricFamily(
+        "weft_limit_allowed",
+        "What a flow limit allows: runs at once (concurrency), or begins a period (rate).",
+        labels=["limit", "kind"],
+    )
+    used = GaugeMetricFamily(
+        "weft_limit_used",
+        "A flow limit's use now: runs running (concurrency), or begins in its window (rate).",
+        labels=["limit", "kind"],
+    )
+    for limit in limits:
+        if limit.concurrency is not None:
+            allowed.add_metric([limit.name, "concurrency"], limit.concurrency)
+            used.add_metric([limit.name, "concurrency"], limit.running)
+        if limit.rate is not None:
+            allowed.add_metric([limit.name, "rate"], limit.rate)
+            used.add_metric([limit.name, "rate"], limit.begun)
+    yield from (allowed, used)
 
 
 REGISTRY.register(DatabaseCollector())
