@@ -79,6 +79,7 @@ _HOMES: dict[str, str] = {
     "UnknownWorkflow": "django_weft.exceptions",
     "InvalidWorkflowStep": "django_weft.exceptions",
     "StepNotRetriable": "django_weft.exceptions",
+    "Throttled": "django_weft.exceptions",
     "MembersFailed": "django_weft.exceptions",
 }
 """Every public name and the module it lives in: the one map of the package's face."""
@@ -120,6 +121,7 @@ if TYPE_CHECKING:
     from django_weft.exceptions import SignalTimeout as SignalTimeout
     from django_weft.exceptions import StartRefused as StartRefused
     from django_weft.exceptions import StepNotRetriable as StepNotRetriable
+    from django_weft.exceptions import Throttled as Throttled
     from django_weft.exceptions import UnknownJob as UnknownJob
     from django_weft.exceptions import UnknownWorkflow as UnknownWorkflow
     from django_weft.exceptions import WeftError as WeftError

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 
 from django.utils.translation import gettext
 
@@ -67,6 +68,33 @@ class ConcurrencyLimitReached(StartRefused):
         super().__init__(
             f'job "{job}" allows {limit} unfinished run{"s" if limit != 1 else ""} at once{scope}'
             f"{batch_item(index)}; wait for one to finish or abort it"
+        )
+
+
+class Throttled(StartRefused):
+    """The job starts at most one run per key per period, and one started within it."""
+
+    def __init__(self, job: str, key: str, period: timedelta, next_at: datetime) -> None:
+        self.job = job
+        self.key = key
+        self.next_at = next_at
+        scope = f' for key "{key}"' if key else ""
+        super().__init__(
+            f'job "{job}" starts at most one run every {period}{scope}; '
+            f"the next may start at {next_at.isoformat()}"
+        )
+
+
+class PacedBatch(StartRefused):
+    """A batch start of a debounced or throttled job: such a job's runs start one at
+    a time, each deciding whether it is merged or refused."""
+
+    def __init__(self, job: str, index: int) -> None:
+        self.job = job
+        self.index = index
+        super().__init__(
+            f'job "{job}" is debounced or throttled: start its runs one at a time'
+            f"{batch_item(index)}"
         )
 
 

@@ -11,6 +11,7 @@ import inspect
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,11 @@ class Job:
     concurrency_key: ConcurrencyKey | None = None
     #: Its flow limits' defaults (see :mod:`django_weft.jobs.limits`), each named.
     limits: tuple[Limit, ...] = ()
+    #: A start within this long of a queued run of the same key (and owner) not begun
+    #: yet replaces that run's args and pushes it back, instead of adding a run.
+    debounce: timedelta | None = None
+    #: At most one run of a key starts within this long; another start is refused.
+    throttle: timedelta | None = None
     queue: str = "default"
     priority: int = DEFAULT_PRIORITY
     private_args: Sequence[str] = ()
@@ -319,6 +325,8 @@ def job(
     concurrency: int | None = None,
     concurrency_key: ConcurrencyKey | None = None,
     limits: Sequence[Limit] = (),
+    debounce: timedelta | None = None,
+    throttle: timedelta | None = None,
     queue: str = "default",
     priority: int = DEFAULT_PRIORITY,
     private_args: Sequence[str] = (),
@@ -341,9 +349,15 @@ def job(
     ``concurrency`` refuses a start while that many runs of the job (of its key, with
     ``concurrency_key``) are unfinished; ``limits`` (:class:`~django_weft.jobs.limits.Limit`)
     keep runs queued instead, until a concurrency or rate across the cluster allows them.
+    ``debounce`` merges a burst of starts of a key into one run, the last start's args,
+    begun once the burst has been quiet that long; ``throttle`` refuses a start of a key
+    within that long of the last one (see docs/flow-control.md).
     """
     if concurrency is not None and concurrency < 1:
         raise ValueError(f"concurrency must be a positive number of runs, not {concurrency!r}")
+    for pacing, value in (("debounce", debounce), ("throttle", throttle)):
+        if value is not None and value <= timedelta(0):
+            raise ValueError(f"{pacing} must be a positive timedelta, not {value!r}")
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
     check_priority(priority)
@@ -363,6 +377,8 @@ def job(
                 concurrency=concurrency,
                 concurrency_key=concurrency_key,
                 limits=named_limits(named, limits, keyed=concurrency_key is not None),
+                debounce=debounce,
+                throttle=throttle,
                 queue=queue,
                 priority=priority,
                 private_args=tuple(private_args),

@@ -19,6 +19,7 @@ from django_weft.exceptions import (
     RunNotFinished,
     RunNotFound,
     StepNotRetriable,
+    Throttled,
     UnknownJob,
     UnknownWorkflow,
     WeftError,
@@ -29,7 +30,7 @@ def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict
     """``(code, message, fields)`` of a refusal, as every entry point shows it.
 
     ``code`` is ``invalid`` (bad input; ``fields`` names each bad field), ``forbidden``,
-    ``finished``, ``not_finished``, ``not_found``, ``concurrency_limit``,
+    ``finished``, ``not_finished``, ``not_found``, ``concurrency_limit``, ``throttled``,
     ``idempotency_key_reused``, ``group_closed``, ``step_not_retriable``, or ``refused``
     for any other refusal.
     """
@@ -65,6 +66,8 @@ def describe_refusal(error: WeftError | ValidationError) -> tuple[str, str, dict
         return "not_found", str(error), {}
     if isinstance(error, ConcurrencyLimitReached):
         return "concurrency_limit", str(error), {}
+    if isinstance(error, Throttled):
+        return "throttled", str(error), {}
     if isinstance(error, IdempotencyKeyReused):
         return "idempotency_key_reused", str(error), {}
     if isinstance(error, GroupClosed):

@@ -113,3 +113,20 @@ def test_a_limit_edited_in_the_console_is_obeyed_by_every_worker(
     assert 1 <= peak[0] <= 4
     later = ended.filter(started_at__gt=FlowLimit.objects.get(pk=row.pk).updated_at)
     assert len(set(later.values_list("worker_id", flat=True))) > 1, "obeyed by several workers"
+
+
+def test_a_burst_of_a_thousand_debounced_starts_runs_once_with_the_last_args(
+    start_runjobs: Callable[..., Runjobs],
+) -> None:
+    for _ in range(4):
+        start_runjobs("--concurrency", "4")
+    burst = registry.get("tests.limits.burst")
+    started = {start(burst, {"number": number}).pk for number in range(1000)}
+    assert len(started) == 1, "every start joined the first run"
+    wait_for(
+        lambda: Run.objects.filter(job="tests.limits.burst", status=RunStatus.DONE).exists(),
+        timeout=120,
+        what="the burst's run, once it was quiet",
+    )
+    (run,) = Run.objects.filter(job="tests.limits.burst")
+    assert (run.args, run.result, run.attempt) == ({"number": 999}, 999, 1)

@@ -32,3 +32,21 @@ def hold(ctx: RunContext, *, tenant: str, seconds: float = 0.2) -> str:
     """Runs a moment (abort-aware), so that workers overlap; no limit in code."""
     ctx.sleep(seconds)
     return tenant
+
+
+@job("tests.limits.digest", concurrency_key=tenant_of, debounce=timedelta(seconds=30))
+def digest(ctx: RunContext, *, tenant: str, events: int = 0) -> int:
+    """One digest per burst of a tenant's events: the last start's count."""
+    return events
+
+
+@job("tests.limits.ping", concurrency_key=tenant_of, throttle=timedelta(minutes=1))
+def ping(ctx: RunContext, *, tenant: str) -> str:
+    """At most one ping of a tenant a minute."""
+    return tenant
+
+
+@job("tests.limits.burst", debounce=timedelta(seconds=5))
+def burst(ctx: RunContext, *, number: int) -> int:
+    """Debounced by five seconds: a burst of starts runs once, with the last number."""
+    return number

@@ -26,9 +26,7 @@ def test_limits_use_and_held_runs_are_gauges_of_their_own() -> None:
     runs = [start(registry.get("tests.noop")) for _ in range(3)]
     Run.objects.filter(pk=runs[0].pk).update(status=RunStatus.RUNNING, started_at=now)
     # The two still queued started an hour ago: held, they must not read as lag.
-    Run.objects.filter(pk__in=[runs[1].pk, runs[2].pk]).update(
-        created_at=now - timedelta(hours=1)
-    )
+    Run.objects.filter(pk__in=[runs[1].pk, runs[2].pk]).update(created_at=now - timedelta(hours=1))
     scraped = scrape()
     assert value(scraped, "weft_limit_allowed", limit="noop", kind="concurrency") == 1
     assert value(scraped, "weft_limit_used", limit="noop", kind="concurrency") == 1

@@ -35,6 +35,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from django_weft import tracing
+from django_weft.engine.runs.pacing import paced
 from django_weft.engine.runs.starting import (
     BULK_INSERT_ROWS,
     StartRequest,
@@ -50,6 +51,7 @@ from django_weft.exceptions import (
     InvalidArgs,
     InvalidBatchItem,
     InvalidIdempotencyKey,
+    PacedBatch,
 )
 from django_weft.jobs.revisions import storable
 from django_weft.models import Document, Run
@@ -103,6 +105,8 @@ def insert_many(requests: Sequence[StartRequest], *, now: datetime) -> list[Run]
 def _check(index: int, request: StartRequest) -> _Item:
     """Item ``index`` checked as a start checks one; InvalidBatchItem naming what is bad."""
     job, owner = request.job, request.owner
+    if paced(job):
+        raise PacedBatch(job.name, index)
     try:
         stored = job.validate_args(request.args, owner=owner)
     except InvalidArgs as error:

@@ -25,6 +25,7 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections,
 
 from django_weft import tracing
 from django_weft.engine.database import sql
+from django_weft.engine.runs.pacing import check_throttle, debounced, paced
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
     IdempotencyKeyReused,
@@ -163,10 +164,18 @@ def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Ru
     concurrency_key = ""
     if job.concurrency_key is not None:
         concurrency_key = job.concurrency_key(stored, owner) or ""
-    if job.concurrency is not None:
+    if job.concurrency is not None or paced(job):
         serialize_starts(job.name, concurrency_key)
     if key is not None and (existing := _run_for_key(job, key, stored, given)) is not None:
         return existing, False
+    not_before = request.not_before
+    if slot is None and request.retry_of is None and paced(job):
+        check_throttle(job, concurrency_key, now)
+        joined = debounced(job, concurrency_key, stored, owner, now) if key is None else None
+        if joined is not None:
+            return joined, False
+        if job.debounce is not None:
+            not_before = max(filter(None, (not_before, now + job.debounce)))
     if job.concurrency is not None:
         unfinished = Run.objects.unfinished().filter(job=job.name, concurrency_key=concurrency_key)
         if unfinished.count() >= job.concurrency:
@@ -181,7 +190,7 @@ def _insert(request: StartRequest, now: datetime, slot: Slot | None) -> tuple[Ru
         key=key,
         concurrency_key=concurrency_key,
         queue=request.queue,
-        not_before=request.not_before,
+        not_before=not_before,
         retry_of=request.retry_of,
         group=request.group,
         workflow=request.workflow,
@@ -284,7 +293,12 @@ def starts_in_bulk(job: Job) -> bool:
     Such runs, fired by schedules, are inserted many at once (see
     :func:`insert_runs_in_bulk`).
     """
-    return job.concurrency is None and job.concurrency_key is None and job.state is None
+    return (
+        job.concurrency is None
+        and job.concurrency_key is None
+        and job.state is None
+        and not paced(job)
+    )
 
 
 def write_runs(runs: Sequence[Run]) -> None:
