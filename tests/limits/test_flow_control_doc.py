@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from django_weft.exceptions import Throttled
 from django_weft.jobs.registry import registry
 from django_weft.models import FlowLimit, Run, RunStatus
 from django_weft.operations import start
@@ -41,3 +42,27 @@ def test_flow_control_doc_sync_two_a_tenant_ten_a_second(
     assert len(page["CALLS"]) == 10
     rehearsal.advance(timedelta(seconds=1))
     assert done.count() == 16
+
+
+@pytest.fixture
+def pacing() -> Iterator[dict[str, Any]]:
+    namespace: dict[str, Any] = {}
+    code = doc_block("flow-control.md", '"partners.reindex"')
+    exec(compile(code, "docs/flow-control.md", "exec"), namespace)
+    yield namespace
+    registry.unregister("partners.reindex")
+    registry.unregister("partners.ping")
+
+
+def test_flow_control_doc_reindex_debounced_and_ping_throttled(
+    pacing: dict[str, Any], rehearsal: Rehearsal
+) -> None:
+    reindex, ping = registry.get("partners.reindex"), registry.get("partners.ping")
+    for changes in (1, 2, 3):
+        start(reindex, {"account": "acme", "changes": changes})
+    rehearsal.advance(timedelta(seconds=30))
+    (run,) = Run.objects.filter(job="partners.reindex")
+    assert (run.status, run.result) == (RunStatus.DONE, "acme: 3 changes")
+    start(ping, {"account": "acme"})
+    with pytest.raises(Throttled, match="the next may start at"):
+        start(ping, {"account": "acme"})
