@@ -50,3 +50,8 @@ def sleep(ctx: RunContext, seconds: float, record_dir: str = "") -> None:
 #: Two no-op steps, the second after the first: what a dependency costs
 #: (bench/step_latency.py).
 pair = workflow("bench.pair", steps=chain(noop, noop))
+
+
+@job("bench.keyed", concurrency_key=lambda args, owner: str(args["key"]))
+def keyed(ctx: RunContext, *, key: str) -> None:
+    """Does nothing, under a key: what flow limits per key count."""

@@ -32,12 +32,15 @@ def deployed() -> tuple[tuple[str, int], ...]:
 def test_claim_takes_at_most_the_limit_in_one_statement(process: WorkerProcess) -> None:
     """Ten queued, a limit of four: four claimed, in one statement, none read again."""
     runs = [start(registry.get("tests.noop")) for _ in range(10)]
+    # The process learns there is no flow limit (an earlier test may have left it
+    # thinking there were): from then on a claim is one statement.
+    first = claim(deployed(), limit=1, worker=process, now=timezone.now(), queues=None)
     with CaptureQueriesContext(connection) as queries:
         claimed = claim(deployed(), limit=4, worker=process, now=timezone.now(), queues=None)
     assert len(claimed) == 4
     assert len(queries) == 1, [q["sql"] for q in queries]
-    assert [run.pk for run in claimed] == [run.pk for run in runs[:4]], "oldest first"
-    assert Run.objects.filter(status=RunStatus.RUNNING, worker=process).count() == 4
+    assert [run.pk for run in [*first, *claimed]] == [run.pk for run in runs[:5]], "oldest first"
+    assert Run.objects.filter(status=RunStatus.RUNNING, worker=process).count() == 5
     assert all(run.attempt == 1 and run.worker_id == process.pk for run in claimed)
 
 

@@ -224,7 +224,30 @@ class Budget:
         FlowBegin.objects.bulk_create(begins)
         for limit in rated:
             assert limit.period is not None
-            FlowBegin.objects.filter(limit=limit, at__lte=now - limit.period - KEPT).delete()
+            if _pruned.due(limit, now):
+                FlowBegin.objects.filter(limit=limit, at__lte=now - limit.period - KEPT).delete()
+
+
+class _Pruned:
+    """When this process last dropped each rate's old begins: once a period (ten
+    seconds at least) is enough, since :data:`KEPT` keeps a minute's more anyway, and a
+    claim need not pay a ``DELETE`` each time. Forgetting it (a new process) only
+    prunes once more."""
+
+    def __init__(self) -> None:
+        self._at: dict[int, datetime] = {}
+
+    def due(self, limit: FlowLimit, now: datetime) -> bool:
+        assert limit.period is not None
+        last = self._at.get(limit.pk)
+        if last is not None and last <= now < last + max(limit.period, PRUNE_EVERY):
+            return False
+        self._at[limit.pk] = now
+        return True
+
+
+PRUNE_EVERY = timedelta(seconds=10)
+_pruned = _Pruned()
 
 
 def _scope(limit: FlowLimit) -> Q:

@@ -25,7 +25,8 @@ While any flow limit exists, the plain statement takes nothing (it says so in it
 ``WHERE``), and a claim that took nothing goes on through :func:`_claim_limited`: the
 limits that may concern the claim are locked and counted, the pick leaves out what they
 hold back, and what they admit is taken (see :mod:`django_weft.engine.limits.budget`).
-A project with no limit pays for none of it but one ``EXISTS`` when its queue is empty.
+A project with no limit pays for none of it but one ``EXISTS`` when its queue is empty;
+a process that found limits at its last claim goes the limited way at once.
 """
 
 from __future__ import annotations
@@ -71,10 +72,22 @@ def claim(
     if not deployed or limit < 1:
         return []
     chosen = None if queues is None else tuple(sorted(set(queues)))
-    claimed = _claim_plain(deployed, chosen, limit=limit, worker=worker, now=now)
-    if claimed or not FlowLimit.objects.exists():
-        return claimed
+    if not _limits_seen.flag:
+        claimed = _claim_plain(deployed, chosen, limit=limit, worker=worker, now=now)
+        if claimed or not FlowLimit.objects.exists():
+            return claimed
     return _claim_limited(deployed, chosen, limit=limit, worker=worker, now=now, held=held)
+
+
+class _Seen:
+    """Whether this process's last claim found flow limits: its next claim then goes
+    the limited way at once, rather than through a plain claim that takes nothing while
+    any limit exists. A limited claim that finds none clears it and claims plainly."""
+
+    flag = False
+
+
+_limits_seen = _Seen()
 
 
 def _claim_plain(
@@ -105,7 +118,11 @@ def _claim_limited(
 ) -> list[Run]:
     """The claim under the flow limits that may concern it (see
     :mod:`django_weft.engine.limits.budget`): pick, admit, take, in one transaction."""
-    limits = concerning(FlowLimit.objects.all(), (name for name, _ in deployed), chosen)
+    every = list(FlowLimit.objects.all())
+    _limits_seen.flag = bool(every)
+    if not every:
+        return _claim_plain(deployed, chosen, limit=limit, worker=worker, now=now)
+    limits = concerning(every, (name for name, _ in deployed), chosen)
     with transaction.atomic():
         budget = Budget.taken(limits, now)
         exclusions, excluded = budget.exclusions()
