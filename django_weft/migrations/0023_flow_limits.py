@@ -1,5 +1,5 @@
 """Flow limits (``FlowLimit``), the begins counted against their rates (``FlowBegin``),
-and the audit trail's actions on them."""
+the index over running runs their counts read, and the audit trail's actions on them."""
 
 import django.db.models.deletion
 from django.conf import settings
@@ -13,43 +13,18 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AlterField(
-            model_name="auditrecord",
-            name="action",
-            field=models.CharField(
-                choices=[
-                    ("start", "start a run"),
-                    ("abort", "abort a run"),
-                    ("retry", "retry a run"),
-                    ("run_delete", "delete a run"),
-                    ("run_now", "run a schedule now"),
-                    ("schedule_create", "create a schedule"),
-                    ("schedule_edit", "edit a schedule"),
-                    ("schedule_enable", "enable a schedule"),
-                    ("schedule_disable", "disable a schedule"),
-                    ("schedule_delete", "delete a schedule"),
-                    ("queue_pause", "pause a queue"),
-                    ("queue_resume", "resume a queue"),
-                    ("document_change", "change a document"),
-                    ("module_edit", "edit a module"),
-                    ("module_grant", "grant a host function"),
-                    ("module_approve", "approve a module"),
-                    ("module_delete", "delete a module"),
-                    ("schedule_take_over", "take over a schedule"),
-                    ("group_start", "start a group"),
-                    ("group_add", "add to a group"),
-                    ("group_seal", "seal a group"),
-                    ("group_abort", "abort a group"),
-                    ("workflow_start", "start a workflow"),
-                    ("workflow_abort", "abort a workflow"),
-                    ("workflow_retry_step", "retry a workflow's step"),
-                    ("signal", "signal a run"),
-                    ("limit_create", "create a flow limit"),
-                    ("limit_edit", "edit a flow limit"),
-                    ("limit_delete", "delete a flow limit"),
-                ],
-                max_length=40,
-            ),
+        migrations.CreateModel(
+            name="FlowBegin",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(blank=True, max_length=200)),
+                ("at", models.DateTimeField()),
+            ],
         ),
         migrations.CreateModel(
             name="FlowLimit",
@@ -110,43 +85,79 @@ class Migration(migrations.Migration):
                     models.DurationField(blank=True, help_text="The rate's period.", null=True),
                 ),
                 ("updated_at", models.DateTimeField()),
-                (
-                    "updated_by",
-                    models.ForeignKey(
-                        blank=True,
-                        help_text="Who changed it last; none for a job's default.",
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
             ],
             options={
                 "verbose_name": "flow limit",
                 "ordering": ["name"],
             },
         ),
-        migrations.CreateModel(
-            name="FlowBegin",
-            fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("key", models.CharField(blank=True, max_length=200)),
-                ("at", models.DateTimeField()),
-                (
-                    "limit",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="django_weft.flowlimit",
-                    ),
-                ),
-            ],
+        migrations.AlterField(
+            model_name="auditrecord",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("start", "start a run"),
+                    ("abort", "abort a run"),
+                    ("retry", "retry a run"),
+                    ("run_delete", "delete a run"),
+                    ("run_now", "run a schedule now"),
+                    ("schedule_create", "create a schedule"),
+                    ("schedule_edit", "edit a schedule"),
+                    ("schedule_enable", "enable a schedule"),
+                    ("schedule_disable", "disable a schedule"),
+                    ("schedule_delete", "delete a schedule"),
+                    ("queue_pause", "pause a queue"),
+                    ("queue_resume", "resume a queue"),
+                    ("document_change", "change a document"),
+                    ("module_edit", "edit a module"),
+                    ("module_grant", "grant a host function"),
+                    ("module_approve", "approve a module"),
+                    ("module_delete", "delete a module"),
+                    ("schedule_take_over", "take over a schedule"),
+                    ("group_start", "start a group"),
+                    ("group_add", "add to a group"),
+                    ("group_seal", "seal a group"),
+                    ("group_abort", "abort a group"),
+                    ("workflow_start", "start a workflow"),
+                    ("workflow_abort", "abort a workflow"),
+                    ("workflow_retry_step", "retry a workflow's step"),
+                    ("signal", "signal a run"),
+                    ("limit_create", "create a flow limit"),
+                    ("limit_edit", "edit a flow limit"),
+                    ("limit_delete", "delete a flow limit"),
+                ],
+                max_length=40,
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="run",
+            index=models.Index(
+                condition=models.Q(("status", "running")),
+                fields=["job", "concurrency_key"],
+                name="weft_run_running",
+            ),
+        ),
+        migrations.AddField(
+            model_name="flowlimit",
+            name="updated_by",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="Who changed it last; none for a job's default.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
+        ),
+        migrations.AddField(
+            model_name="flowbegin",
+            name="limit",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="+",
+                to="django_weft.flowlimit",
+            ),
         ),
         migrations.AddConstraint(
             model_name="flowlimit",

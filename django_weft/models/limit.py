@@ -83,7 +83,8 @@ class FlowBegin(models.Model):
     goes). A log rather than a counter per window, so that no window of the period's
     length, wherever it starts, holds more begins than the rate."""
 
-    limit = models.ForeignKey(FlowLimit, on_delete=models.CASCADE, related_name="+")
+    # No index of its own: the window's index leads with it.
+    limit = models.ForeignKey(FlowLimit, on_delete=models.CASCADE, related_name="+", db_index=False)
     key = models.CharField(max_length=200, blank=True)
     at = models.DateTimeField()
 

@@ -259,6 +259,13 @@ class Run(models.Model):
                 name="weft_run_unfinished",
                 condition=models.Q(status__in=UNFINISHED),
             ),
+            # Flow limits count the running runs of a job (and key) at every claim under
+            # them: the running ones only, however many are queued.
+            models.Index(
+                fields=["job", "concurrency_key"],
+                name="weft_run_running",
+                condition=models.Q(status=RunStatus.RUNNING),
+            ),
             # Pruning and the overview read finished runs by when they finished.
             models.Index(fields=["finished_at"], name="weft_run_finished_at"),
             # The console's and the API's run lists, newest first, walk these at any size:

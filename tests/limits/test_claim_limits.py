@@ -9,9 +9,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
+from django_weft.engine.limits.budget import begins_by_key, running_by_key
 from django_weft.engine.limits.defaults import write_defaults
 from django_weft.engine.runs.claiming import claim, deployed_pairs
 from django_weft.jobs.registry import registry
@@ -166,3 +167,28 @@ def test_runs_over_a_rate_run_as_its_window_allows_on_the_driven_clock(
     rehearsal.advance(timedelta(seconds=10))
     assert done.count() == 5
     assert not Run.objects.filter(status=RunStatus.FAILED).exists()
+
+
+@pytest.mark.parametrize("per_key", [False, True])
+def test_a_limits_counts_walk_an_index_however_many_runs_are_queued(per_key: bool) -> None:
+    """The running runs and the window's begins a claim counts are read through their
+    indexes (``weft_run_running``, ``weft_begin_window``), never the queued backlog."""
+    row = limit(
+        name="sync",
+        job="tests.limits.sync",
+        per_key=per_key,
+        concurrency=5,
+        rate=10,
+        period=timedelta(seconds=1),
+    )
+    queries = {
+        "weft_run_running": running_by_key(row),
+        "weft_begin_window": begins_by_key(row, timezone.now()),
+    }
+    for index, query in queries.items():
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL enable_seqscan = off")
+            explained = query.explain()
+        assert index in explained, explained

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, F, Min, Q
+from django.db.models import Count, F, Min, Q, QuerySet
 
 from django_weft.engine.database import sql
 from django_weft.models import FlowBegin, FlowLimit, Run, RunStatus
@@ -112,18 +112,10 @@ class Budget:
         oldest: dict[Bucket, datetime] = {}
         for limit in limits:
             if limit.concurrency is not None:
-                found = (
-                    Run.objects.filter(_scope(limit), status=RunStatus.RUNNING)
-                    .values_list("concurrency_key")
-                    .annotate(count=Count("pk"))
-                    .order_by()
-                )
-                for key, count in found:
+                for key, count in running_by_key(limit):
                     running[bucket(limit, key)] += count
             if limit.rate is not None and limit.period is not None:
-                window = FlowBegin.objects.filter(limit=limit, at__gt=now - limit.period)
-                counted = window.values_list("key").annotate(count=Count("pk"), oldest=Min("at"))
-                for key, count, first in counted.order_by():
+                for key, count, first in begins_by_key(limit, now):
                     begun[(limit.pk, key)] += count
                     oldest[(limit.pk, key)] = first
         return cls(limits, now, running, begun, oldest)
@@ -248,6 +240,23 @@ class _Pruned:
 
 PRUNE_EVERY = timedelta(seconds=10)
 _pruned = _Pruned()
+
+
+def running_by_key(limit: FlowLimit) -> QuerySet[Any, tuple[str, int]]:
+    """(key, running runs) of what ``limit`` concerns: the index over running runs."""
+    return (
+        Run.objects.filter(_scope(limit), status=RunStatus.RUNNING)
+        .values_list("concurrency_key")
+        .annotate(count=Count("pk"))
+        .order_by()
+    )
+
+
+def begins_by_key(limit: FlowLimit, now: datetime) -> QuerySet[Any, tuple[str, int, datetime]]:
+    """(key, begins, oldest begin) in ``limit``'s window at ``now``: the window's index."""
+    assert limit.period is not None
+    window = FlowBegin.objects.filter(limit=limit, at__gt=now - limit.period)
+    return window.values_list("key").annotate(count=Count("pk"), oldest=Min("at")).order_by()
 
 
 def _scope(limit: FlowLimit) -> Q:
