@@ -37,7 +37,13 @@ from django_weft.models import (
     Schedule,
     WorkerProcess,
 )
-from django_weft.operations import pause_queue_for, start, start_group, start_workflow
+from django_weft.operations import (
+    create_limit_for,
+    pause_queue_for,
+    start,
+    start_group,
+    start_workflow,
+)
 from tests.browsers import admin_page, console_server
 from tests.databases import delete_rows, last_ids
 from tests.jobs import broken, build, noop
@@ -182,6 +188,15 @@ def console_runs(root: Any, schedule: Schedule, module: Module) -> dict[str, str
     workflow = start_workflow(
         WorkflowDefinition("tests.pair", tuple(chain(noop, noop))), owner=root
     )
+    limit = create_limit_for(
+        root,
+        {
+            "name": "partner-api.calls",
+            "job": "tests.noop",
+            "rate": 10,
+            "period": timedelta(seconds=1),
+        },
+    )
     return {
         "schedule": str(schedule.pk),
         "run": str(done.pk),
@@ -190,7 +205,8 @@ def console_runs(root: Any, schedule: Schedule, module: Module) -> dict[str, str
         "module": str(module.pk),
         "document": str(Document.objects.get(run=done).pk),
         "workerprocess": str(WorkerProcess.objects.get().pk),
-        "auditrecord": str(AuditRecord.objects.get().pk),
+        "auditrecord": str(AuditRecord.objects.order_by("pk").first().pk),  # type: ignore[union-attr]
+        "flowlimit": str(limit.pk),
     }
 
 
@@ -214,6 +230,7 @@ def pages() -> list[tuple[str, str]]:
     found += [
         ("add schedule", "admin:django_weft_schedule_add"),
         ("add module", "admin:django_weft_module_add"),
+        ("add flow limit", "admin:django_weft_flowlimit_add"),
     ]
     return found
 
