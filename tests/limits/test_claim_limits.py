@@ -15,10 +15,12 @@ from django.utils import timezone
 from django_weft.engine.limits.budget import begins_by_key, running_by_key
 from django_weft.engine.limits.defaults import write_defaults
 from django_weft.engine.runs.claiming import claim, deployed_pairs
-from django_weft.jobs.registry import registry
+from django_weft.jobs.limits import Limit
+from django_weft.jobs.registry import job, registry
 from django_weft.models import FlowBegin, FlowLimit, Run, RunStatus, WorkerProcess
 from django_weft.operations import start
 from django_weft.testing import Rehearsal
+from tests.limits.jobs import DECLARED, tenant_of
 from tests.threads import together
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -61,7 +63,7 @@ def test_a_jobs_concurrency_keeps_the_rest_queued_until_one_ends(process: Worker
 
 def test_a_limit_per_key_holds_each_key_apart(process: WorkerProcess) -> None:
     sync = registry.get("tests.limits.sync")
-    write_defaults([sync], timezone.now())
+    limit(name="sync", job="tests.limits.sync", concurrency=2, per_key=True)
     for number in range(4):
         start(sync, {"tenant": "a", "number": number})
     late = start(sync, {"tenant": "b"})
@@ -128,16 +130,39 @@ def test_two_claims_at_once_never_both_take_the_last_place(process: WorkerProces
     assert Run.objects.filter(status=RunStatus.RUNNING).count() == 1
 
 
-def test_a_jobs_limits_in_code_become_rows_once_and_edits_stay(process: WorkerProcess) -> None:
-    sync = registry.get("tests.limits.sync")
-    write_defaults([sync], timezone.now())
-    rows = {row.name: row for row in FlowLimit.objects.all()}
-    assert set(rows) == {"tests.limits.sync", "partner-api"}
-    assert (rows["tests.limits.sync"].concurrency, rows["tests.limits.sync"].per_key) == (2, True)
-    assert (rows["partner-api"].rate, rows["partner-api"].period) == (50, timedelta(seconds=1))
-    FlowLimit.objects.filter(name="partner-api").update(rate=5)
-    write_defaults([sync], timezone.now())
-    assert FlowLimit.objects.get(name="partner-api").rate == 5, "the edit stays"
+def test_a_jobs_limits_in_code_become_rows_once_and_edits_stay(rehearsal: Rehearsal) -> None:
+    """A worker writes a job's limits in code when it has the job, once: a row edited
+    since is never written again."""
+    declared = job("tests.limits.declared", concurrency_key=tenant_of, limits=DECLARED)(
+        lambda ctx, *, tenant: tenant
+    )
+    try:
+        rehearsal.advance(timedelta(0))
+        rows = {row.name: row for row in FlowLimit.objects.all()}
+        assert set(rows) == {"tests.limits.declared", "partner-api"}
+        named = rows["tests.limits.declared"]
+        assert (named.job, named.concurrency, named.per_key) == (declared.name, 2, True)
+        assert (rows["partner-api"].rate, rows["partner-api"].period) == (
+            50,
+            timedelta(seconds=1),
+        )
+        FlowLimit.objects.filter(name="partner-api").update(rate=5)
+        write_defaults([declared], timezone.now())
+        assert FlowLimit.objects.get(name="partner-api").rate == 5, "the edit stays"
+    finally:
+        registry.unregister(declared.name)
+
+
+def test_a_limit_per_key_needs_a_key_and_names_differ() -> None:
+    with pytest.raises(ValueError, match="a limit per key needs a concurrency_key"):
+        job("tests.limits.unkeyed", limits=[Limit(concurrency=1, per_key=True)])(lambda ctx: 1)
+    with pytest.raises(ValueError, match="two limits named alike"):
+        job("tests.limits.twice", limits=[Limit(concurrency=1), Limit(rate=1, per=timedelta(1))])(
+            lambda ctx: 1
+        )
+    with pytest.raises(ValueError, match="a rate needs its period"):
+        Limit(rate=5)
+    assert "tests.limits.unkeyed" not in registry
 
 
 def test_a_full_rate_tells_the_worker_its_next_slot(process: WorkerProcess) -> None:
