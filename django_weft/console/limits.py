@@ -47,13 +47,6 @@ class FlowLimitAdmin(
     def get_queryset(self, request: HttpRequest) -> QuerySet[FlowLimit]:
         return super().get_queryset(request).select_related("updated_by")
 
-    def get_changelist_instance(self, request: HttpRequest) -> Any:
-        """The list, with the use of the limits it shows counted once for all of them."""
-        changelist = super().get_changelist_instance(request)
-        shown = list(changelist.result_list)
-        self._budget = Budget.counted(shown, clocks.now())
-        return changelist
-
     @admin.display(description=gettext_lazy("scope"))
     def scope(self, limit: FlowLimit) -> str:
         parts = []
@@ -80,7 +73,9 @@ class FlowLimitAdmin(
     @admin.display(description=gettext_lazy("in use"))
     def use(self, limit: FlowLimit) -> str:
         """Running now, and begun in the rate's window (the busiest key's, per key)."""
-        budget = getattr(self, "_budget", None) or Budget.counted([limit], clocks.now())
+        # Counted for each row (a page lists few limits): the admin's instance is shared
+        # by every request's thread, so it holds nothing of one request.
+        budget = Budget.counted([limit], clocks.now())
         parts = []
         if limit.concurrency is not None:
             parts.append(
