@@ -34,7 +34,8 @@ else:
 
 
 class LimitSerializer(serializers.ModelSerializer[FlowLimit]):
-    """A flow limit. ``period`` is a duration (``"00:00:01"``, ``"1 00:00:00"``)."""
+    """A flow limit: at most so many runs at once, or beginning in a period. The period is
+    a duration: "00:00:01" is a second, "1 00:00:00" a day."""
 
     updated_by = serializers.SerializerMethodField()
 

@@ -18,7 +18,11 @@ class FlowLimit(models.Model):
     any ``period``, among the runs of ``job`` (any job, when blank) in ``queue`` (any
     queue, when blank); with ``per_key``, for each key separately (the key the job's
     ``concurrency_key`` function gives a run's args: a tenant, an account). A run over a
-    limit stays queued until the limit allows it; it is never refused nor failed."""
+    limit stays queued until the limit allows it; it is never refused nor failed.
+
+    With ``fair_share``, the runs of ``queue`` take turns between keys: each run started
+    there is given its turn (``Run.turn_at``), so that the claim's one order interleaves
+    the keys' backlogs (see :mod:`django_weft.engine.limits.fairness`)."""
 
     name = models.CharField(
         max_length=100,
@@ -41,6 +45,17 @@ class FlowLimit(models.Model):
         null=True, blank=True, help_text="At most this many beginning in any period."
     )
     period = models.DurationField(null=True, blank=True, help_text="The rate's period.")
+    fair_share = models.BooleanField(
+        default=False,
+        help_text="Its queue's runs take turns between keys, round robin (weighted by "
+        "weights); priorities still order the runs of a key.",
+    )
+    weights = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='A fair share\'s weight for each key, e.g. {"tenant-7": 3}; a key not '
+        "named has weight 1.",
+    )
     updated_at = models.DateTimeField()
     updated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -61,15 +76,22 @@ class FlowLimit(models.Model):
                 violation_error_message="Name a job, a queue, or both.",
             ),
             models.CheckConstraint(
-                condition=models.Q(concurrency__gte=1) | models.Q(rate__gte=1),
+                condition=models.Q(concurrency__gte=1)
+                | models.Q(rate__gte=1)
+                | models.Q(fair_share=True),
                 name="weft_limit_limits_something",
-                violation_error_message="Give a concurrency, a rate, or both (each at least 1).",
+                violation_error_message="Give a concurrency, a rate or a fair share.",
             ),
             models.CheckConstraint(
                 condition=models.Q(rate__isnull=True, period__isnull=True)
                 | models.Q(rate__isnull=False, period__isnull=False),
                 name="weft_limit_rate_has_a_period",
                 violation_error_message="A rate needs its period, and a period its rate.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(fair_share=False) | (models.Q(job="") & ~models.Q(queue="")),
+                name="weft_limit_fair_share_of_a_queue",
+                violation_error_message="A fair share is a queue's, for every job in it.",
             ),
         ]
 

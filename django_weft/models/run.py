@@ -44,6 +44,16 @@ class RunQuerySet(models.QuerySet["Run"]):
     def finished(self) -> RunQuerySet:
         return self.exclude(status__in=UNFINISHED)
 
+    def queued_job_versions(self) -> models.QuerySet[Run, tuple[str, int]]:
+        """Each (job, job version) of the queued runs, once: what decides which of them
+        the deployed code can run."""
+        return (
+            self.filter(status=RunStatus.QUEUED)
+            .order_by()
+            .values_list("job", "job_version")
+            .distinct()
+        )
+
     def latest_finished(self) -> RunQuerySet:
         """Finished runs, the one that finished last first."""
         return self.finished().order_by("-finished_at")
@@ -176,6 +186,12 @@ class Run(models.Model):
     run_after = models.DateTimeField(
         null=True, blank=True, help_text="A task's run_after, as enqueued."
     )
+    turn_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Its turn on its queue's fair-share clock, set at start in a queue with "
+        "a fair share; the claim orders by it in place of when the run was started.",
+    )
     group = models.ForeignKey(
         "django_weft.Group",
         null=True,
@@ -243,12 +259,13 @@ class Run(models.Model):
         indexes = [
             # The claim reads queued runs in this order and stops after a batch, so its
             # cost does not grow with the backlog: priority, then when the run became
-            # claimable (a task's run_after, else its start), then its start; the due
-            # orders the runs one fire of a catch-up started together. The claim's
-            # ORDER BY (django_weft.engine.runs.claiming) spells the same expressions.
+            # claimable (its turn in a fair queue, else a task's run_after, else its
+            # start), then its start; the due orders the runs one fire of a catch-up
+            # started together. The claim's ORDER BY
+            # (django_weft.engine.runs.claiming) spells the same expressions.
             models.Index(
                 F("priority").desc(),
-                Coalesce("run_after", "created_at"),
+                Coalesce("turn_at", "run_after", "created_at"),
                 F("created_at"),
                 F("due"),
                 name="weft_run_claim",
@@ -266,6 +283,18 @@ class Run(models.Model):
                 name="weft_run_running",
                 condition=models.Q(status=RunStatus.RUNNING),
             ),
+            # A start in a fair queue reads the queue's first turn and its key's last
+            # (django_weft.engine.limits.fairness): the fair queues' queued runs only.
+            models.Index(
+                fields=["queue", "turn_at"],
+                name="weft_run_turns",
+                condition=models.Q(status=RunStatus.QUEUED, turn_at__isnull=False),
+            ),
+            models.Index(
+                fields=["queue", "concurrency_key", "turn_at"],
+                name="weft_run_key_turns",
+                condition=models.Q(status=RunStatus.QUEUED, turn_at__isnull=False),
+            ),
             # Pruning and the overview read finished runs by when they finished.
             models.Index(fields=["finished_at"], name="weft_run_finished_at"),
             # The console's and the API's run lists, newest first, walk these at any size:
@@ -273,7 +302,7 @@ class Run(models.Model):
             models.Index(fields=["created_at", "id"], name="weft_run_newest"),
             models.Index(fields=["job", "created_at", "id"], name="weft_run_job_newest"),
             models.Index(fields=["status", "created_at", "id"], name="weft_run_status_newest"),
-            # The overview's latest failures, however rare among the finished runs.
+            # The overview's failures of the day, however rare among the finished runs.
             models.Index(
                 fields=["finished_at"],
                 name="weft_run_failures",

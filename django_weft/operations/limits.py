@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 
 from django_weft import access
 from django_weft.access import User
+from django_weft.engine.limits import fairness
 from django_weft.engine.limits.saving import save_limit
 from django_weft.models import AuditAction, FlowLimit
 from django_weft.operations.base import record, require
@@ -24,6 +25,7 @@ def create_limit_for(user: User, fields: Mapping[str, Any]) -> FlowLimit:
     with transaction.atomic():
         save_limit(limit, fields)
         record(user, AuditAction.LIMIT_CREATE, limit, text="Created")
+    fairness.forget()
     return limit
 
 
@@ -38,6 +40,7 @@ def edit_limit_for(user: User, limit: FlowLimit, changes: Mapping[str, Any]) -> 
             )
             text = f"Changed {', '.join(changed)}"
             record(user, AuditAction.LIMIT_EDIT, limit, text=text, changed=changed)
+    fairness.forget()
     limit.refresh_from_db()
     return limit
 
@@ -50,6 +53,7 @@ def delete_limit_for(user: User, limit: FlowLimit) -> None:
     with transaction.atomic():
         record(user, AuditAction.LIMIT_DELETE, limit, text="Deleted")
         limit.delete()
+    fairness.forget()
 
 
 def require_limit(user: User, permission: str, verb: str) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from django_weft.exceptions import InvalidArgs
 from django_weft.jobs.context import RunContext
+from django_weft.jobs.limits import named_limits
 from django_weft.jobs.registry import Job, JobFunction
 from django_weft.tasks.declared import declared_task
 from django_weft.tasks.framework import TaskContext, normalize_json, task_started
@@ -86,6 +87,7 @@ class TaskJob(Job):
 
 def job_for(task: AnyTask, *, retry: Any, timeout: Any) -> TaskJob:
     """The job that runs ``task``, with the retry and timeout it ends up with."""
+    concurrency_key = getattr(task, "concurrency_key", None)
     return TaskJob(
         func=runner(task.module_path, task.func.__doc__),
         name=task.module_path,
@@ -94,7 +96,12 @@ def job_for(task: AnyTask, *, retry: Any, timeout: Any) -> TaskJob:
         retry=retry,
         timeout=timeout,
         concurrency=getattr(task, "concurrency", None),
-        concurrency_key=getattr(task, "concurrency_key", None),
+        concurrency_key=concurrency_key,
+        limits=named_limits(
+            task.module_path, getattr(task, "limits", ()), keyed=concurrency_key is not None
+        ),
+        debounce=getattr(task, "debounce", None),
+        throttle=getattr(task, "throttle", None),
         state=getattr(task, "state", None),
         private_args=tuple(getattr(task, "private_args", ())),
         task_backend=task.backend,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -14,6 +15,7 @@ from django_weft.engine.runs.claiming import claim, deployed_pairs
 from django_weft.jobs.registry import registry
 from django_weft.models import Run, RunStatus, WorkerProcess
 from django_weft.operations import start
+from django_weft.testing import Rehearsal
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -170,3 +172,27 @@ def test_claim_walks_the_claim_index_without_sorting(process: WorkerProcess) -> 
     assert "TEMP B-TREE" not in plan, plan  # SQLite's
     if connection.vendor == "sqlite":
         assert "(id=?)" in plan, plan  # the update finds the picked runs by id
+
+
+def test_a_worker_logs_each_blocked_job_version_once(
+    rehearsal: Rehearsal, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Queued runs of a version this code does not define, or of a job it does not
+    define, are logged once per job and version (looked for once a minute), however
+    many runs and rounds: the one word a worker's log has of runs that wait for a
+    deploy."""
+    noop = registry.get("tests.noop")
+    for _ in range(3):
+        Run.objects.filter(pk=start(noop).pk).update(job_version=7)
+    Run.objects.filter(pk=start(noop).pk).update(job="tests.renamed")
+    with caplog.at_level(logging.WARNING, logger="django_weft.worker"):
+        for _ in range(3):
+            rehearsal.advance(timedelta(minutes=1))
+    blocked = [record.getMessage() for record in caplog.records if "blocked" in record.getMessage()]
+    assert sorted(blocked) == [
+        "runs of tests.noop version 7 are queued and blocked: this code has version 1; "
+        "they wait for a worker whose code defines that version",
+        "runs of tests.renamed version 1 are queued and blocked: this code has no such job; "
+        "they wait for a worker whose code defines that version",
+    ]
+    assert Run.objects.filter(status=RunStatus.QUEUED).count() == 4, "none was claimed"

@@ -1,16 +1,20 @@
 """Flow limits with four real ``runjobs`` processes on a throwaway PostgreSQL: a limit of
 5 per key never has a sixth of that key running; a rate of 50 a second never begins 51
 in any one-second window (checked from the stored begin times); a limit edited in the
-console is obeyed by every worker from its next claim."""
+console is obeyed by every worker from its next claim; a burst of debounced starts runs
+once; limits hold through a database restart and give back a killed worker's slots."""
 
 from __future__ import annotations
 
 import bisect
+import signal
 from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import DatabaseError, connections
+from django.db.models import Count, QuerySet
 from django.test import Client
 from django.urls import reverse
 
@@ -18,6 +22,8 @@ from django_weft.jobs.registry import registry
 from django_weft.models import FlowLimit, Run, RunStatus
 from django_weft.operations import start
 from django_weft.timing import clocks
+from tests.faults.conftest import reachable
+from tests.faults.servers import PostgresCluster
 from tests.processes import Runjobs, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -130,3 +136,91 @@ def test_a_burst_of_a_thousand_debounced_starts_runs_once_with_the_last_args(
     )
     (run,) = Run.objects.filter(job="tests.limits.burst")
     assert (run.args, run.result, run.attempt) == ({"number": 999}, 999, 1)
+
+
+class Peaks:
+    """The most runs of each tenant seen running at once, sampled from the database
+    (each sample one committed state); a sample while the database is down is skipped."""
+
+    def __init__(self, runs: QuerySet[Run]) -> None:
+        self.runs = runs
+        self.most: dict[str, int] = {}
+
+    def sample(self) -> bool:
+        try:
+            counted = (
+                self.runs.filter(status=RunStatus.RUNNING)
+                .values_list("args__tenant")
+                .annotate(count=Count("pk"))
+                .order_by()
+            )
+            for tenant, count in counted:
+                self.most[tenant] = max(self.most.get(tenant, 0), count)
+            return True
+        except DatabaseError:
+            connections["default"].close()
+            return False
+
+    def until(self, condition: Callable[[], bool]) -> Callable[[], bool]:
+        """``condition``, sampling before each look (False while the database is down)."""
+        return lambda: self.sample() and condition()
+
+
+def test_limits_hold_through_a_database_restart(
+    postgres: PostgresCluster, start_runjobs: Callable[..., Runjobs]
+) -> None:
+    """Four workers drain two tenants' runs under 3 at once per tenant and 20 begins a
+    second, and the database restarts midway: every run ends done, no tenant is ever seen
+    with a fourth running, no second began more than 20 (from the stored begin times),
+    and every worker is still up."""
+    limit(name="hold", job="tests.limits.hold", concurrency=3, per_key=True)
+    limit(name="hold-rate", job="tests.limits.hold", rate=20, period=timedelta(seconds=1))
+    hold = registry.get("tests.limits.hold")
+    runs = [start(hold, {"tenant": tenant, "seconds": 0.2}) for tenant in "ab" for _ in range(60)]
+    ended = Run.objects.filter(pk__in=[run.pk for run in runs])
+    peaks = Peaks(ended)
+    workers = [start_runjobs("--concurrency", "4") for _ in range(4)]
+    under_way = peaks.until(lambda: ended.filter(status=RunStatus.DONE).count() >= 30)
+    wait_for(under_way, what="runs under way")
+    postgres.restart("fast")
+    wait_for(reachable, what="this process to reach the database again")
+    drained = peaks.until(lambda: not ended.unfinished().exists())
+    wait_for(drained, timeout=300, what="every run ended")
+    assert set(ended.values_list("status", flat=True)) == {RunStatus.DONE}
+    assert set(peaks.most) == {"a", "b"}, peaks.most
+    assert max(peaks.most.values()) <= 3, f"a fourth of a tenant ran: {peaks.most}"
+    begins = sorted(ended.values_list("started_at", flat=True))
+    second = timedelta(seconds=1)
+    busiest = max(
+        bisect.bisect_left(begins, begin + second) - index for index, begin in enumerate(begins)
+    )
+    assert busiest <= 20, f"{busiest} began in one second"
+    for worker in workers:
+        assert worker.poll() is None, worker.output()
+
+
+def test_a_killed_workers_slots_come_back_once_its_runs_are_lost(
+    start_runjobs: Callable[..., Runjobs],
+) -> None:
+    """A worker holding both slots of a tenant's limit of 2 dies (SIGKILL) mid-run. Its
+    runs end lost once it is seen dead, which gives the slots back: another worker runs
+    the tenant's queued runs, each once, never more than 2 at once (sampled from the
+    database), and nothing is left stuck behind the dead worker's slots."""
+    limit(name="hold", job="tests.limits.hold", concurrency=2, per_key=True)
+    hold = registry.get("tests.limits.hold")
+    stuck = [start(hold, {"tenant": "a", "seconds": 3600}) for _ in range(2)]
+    doomed = start_runjobs("--concurrency", "4")
+    wait_for(lambda: running(tenant="a") == 2, what="the doomed worker to hold both slots")
+    queued = [start(hold, {"tenant": "a", "seconds": 0.2}) for _ in range(6)]
+    doomed.send_signal(signal.SIGKILL)
+    doomed.finish()
+    survivor = start_runjobs("--concurrency", "4")
+    ended = Run.objects.filter(pk__in=[run.pk for run in stuck + queued])
+    peaks = Peaks(ended)
+    wait_for(peaks.until(lambda: not ended.unfinished().exists()), timeout=180, what="every run")
+    lost = Run.objects.filter(pk__in=[run.pk for run in stuck])
+    assert {(run.status, run.attempt) for run in lost} == {(RunStatus.LOST, 1)}
+    began = Run.objects.filter(pk__in=[run.pk for run in queued])
+    assert {(run.status, run.attempt) for run in began} == {(RunStatus.DONE, 1)}
+    assert peaks.most == {"a": 2}, peaks.most
+    assert survivor.poll() is None, survivor.output()

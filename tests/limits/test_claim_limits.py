@@ -12,9 +12,9 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from django_weft.engine.limits.budget import begins_by_key, running_by_key
+from django_weft.engine.limits.budget import Budget, begins_sql, running_sql
 from django_weft.engine.limits.defaults import write_defaults
-from django_weft.engine.runs.claiming import claim, deployed_pairs
+from django_weft.engine.runs.claiming import claim, deployed_pairs, under_limits
 from django_weft.jobs.limits import Limit
 from django_weft.jobs.registry import job, registry
 from django_weft.models import FlowBegin, FlowLimit, Run, RunStatus, WorkerProcess
@@ -207,13 +207,63 @@ def test_a_limits_counts_walk_an_index_however_many_runs_are_queued(per_key: boo
         period=timedelta(seconds=1),
     )
     queries = {
-        "weft_run_running": running_by_key(row),
-        "weft_begin_window": begins_by_key(row, timezone.now()),
+        "weft_run_running": running_sql(row, binding=4),
+        "weft_begin_window": begins_sql(row, timezone.now(), binding=4),
     }
-    for index, query in queries.items():
-        with transaction.atomic():
+    explain = "EXPLAIN " if connection.vendor == "postgresql" else "EXPLAIN QUERY PLAN "
+    for index, (statement, params) in queries.items():
+        with transaction.atomic(), connection.cursor() as cursor:
             if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute("SET LOCAL enable_seqscan = off")
-            explained = query.explain()
+                cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute(explain + statement, params)
+            explained = "\n".join(" ".join(map(str, row)) for row in cursor.fetchall())
         assert index in explained, explained
+
+
+def test_a_worker_knows_when_its_claims_fall_under_limits(process: WorkerProcess) -> None:
+    """Claims under limits that concern them are made in batches by the loop (each takes
+    a turn on the limits' locks); a limit on jobs the worker does not run leaves its run
+    threads claiming."""
+    noop = registry.get("tests.noop")
+
+    def take_noop() -> None:
+        claim(deployed_pairs([noop]), limit=1, worker=process, now=timezone.now(), queues=None)
+
+    take_noop()
+    assert not under_limits(), "no limit"
+    row = limit(name="other", job="tests.limits.sync", concurrency=1)
+    take_noop()
+    assert not under_limits(), "a limit, but on a job this worker does not run"
+    row.job = ""
+    row.queue = "default"
+    row.save()
+    take_noop()
+    assert under_limits()
+    row.delete()
+    take_noop()
+    assert not under_limits()
+
+
+def test_a_claim_reads_only_the_keys_it_could_fill(process: WorkerProcess) -> None:
+    """A claim of n runs counts only the keys with more than (limit - n) in use: the
+    others have room for the whole claim, so it never takes a key past its limit, and
+    its cost does not grow with the keys that have room."""
+    row = limit(name="sync", job="tests.limits.sync", concurrency=5, per_key=True)
+    sync = registry.get("tests.limits.sync")
+    for tenant in "ab":
+        for number in range(8):
+            start(sync, {"tenant": tenant, "number": number})
+    while take(process, limit=2):
+        pass
+    running = Run.objects.filter(status=RunStatus.RUNNING)
+    assert sorted(running.values_list("args__tenant", flat=True)) == ["a"] * 5 + ["b"] * 5
+    Run.objects.filter(
+        pk__in=list(running.filter(args__tenant="b").values_list("pk", flat=True)[:2])
+    ).update(status=RunStatus.DONE)
+    now = timezone.now()
+    every = Budget.counted([row], now)
+    assert (every.running(row, "a"), every.running(row, "b")) == (5, 3)
+    claimed = Budget.counted([row], now, binding=2)
+    assert (claimed.running(row, "a"), claimed.running(row, "b")) == (5, 0), "b has room for 2"
+    assert [run.args["tenant"] for run in take(process, limit=2)] == ["b", "b"]
+    assert take(process, limit=2) == []

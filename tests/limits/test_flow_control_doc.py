@@ -1,13 +1,16 @@
-"""docs/flow-control.md's snippet, run as pasted: a job whose limits in code become rows,
-each tenant's runs two at a time, all of them ten a second, on the driven clock."""
+"""docs/flow-control.md's snippets, run as pasted: a job whose limits in code become rows,
+each tenant's runs two at a time, all of them ten a second, on the driven clock; a
+debounced and a throttled job; a fair share's row, its tenants taking turns."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from django_weft.exceptions import Throttled
 from django_weft.jobs.registry import registry
@@ -19,13 +22,19 @@ from tests.test_docs import doc_block
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def page() -> Iterator[dict[str, Any]]:
+def snippet(containing: str, *jobs: str) -> Iterator[dict[str, Any]]:
+    """Run the page's snippet that contains ``containing``; unregister its ``jobs`` after."""
     namespace: dict[str, Any] = {}
-    code = doc_block("flow-control.md", '@job(\n    "partners.sync"')
+    code = doc_block("flow-control.md", containing)
     exec(compile(code, "docs/flow-control.md", "exec"), namespace)
     yield namespace
-    registry.unregister("partners.sync")
+    for name in jobs:
+        registry.unregister(name)
+
+
+@pytest.fixture
+def page() -> Iterator[dict[str, Any]]:
+    yield from snippet('@job(\n    "partners.sync"', "partners.sync")
 
 
 def test_flow_control_doc_sync_two_a_tenant_ten_a_second(
@@ -46,12 +55,7 @@ def test_flow_control_doc_sync_two_a_tenant_ten_a_second(
 
 @pytest.fixture
 def pacing() -> Iterator[dict[str, Any]]:
-    namespace: dict[str, Any] = {}
-    code = doc_block("flow-control.md", '"partners.reindex"')
-    exec(compile(code, "docs/flow-control.md", "exec"), namespace)
-    yield namespace
-    registry.unregister("partners.reindex")
-    registry.unregister("partners.ping")
+    yield from snippet('"partners.reindex"', "partners.reindex", "partners.ping")
 
 
 def test_flow_control_doc_reindex_debounced_and_ping_throttled(
@@ -66,3 +70,26 @@ def test_flow_control_doc_reindex_debounced_and_ping_throttled(
     start(ping, {"account": "acme"})
     with pytest.raises(Throttled, match="the next may start at"):
         start(ping, {"account": "acme"})
+
+
+@pytest.fixture
+def imports() -> Iterator[dict[str, Any]]:
+    yield from snippet('"imports.load"', "imports.load")
+
+
+def test_flow_control_doc_fair_share_takes_turns_between_tenants(
+    imports: dict[str, Any],
+) -> None:
+    row = json.loads(doc_block("flow-control.md", '"fair_share"', language="json"))
+    FlowLimit.objects.create(updated_at=timezone.now(), **row)
+    load = registry.get("imports.load")
+    for tenant, count in (("globex", 6), ("initech", 2), ("acme", 4)):
+        for n in range(count):
+            start(load, {"tenant": tenant, "file": f"{tenant}-{n}.csv"})
+    with Rehearsal(concurrency=1, queues=["imports"]) as rehearsal:
+        rehearsal.advance(timedelta(0))
+    assert imports["LOADED"] == [
+        *("globex", "initech", "acme", "acme"),
+        *("globex", "initech", "acme", "acme"),
+        *("globex",) * 4,
+    ]

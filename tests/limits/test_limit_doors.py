@@ -160,3 +160,61 @@ def test_a_held_runs_page_says_which_limit_holds_it(rehearsal: Rehearsal) -> Non
     )
     done = client.get(reverse("admin:django_weft_run_change", args=[first.pk])).content.decode()
     assert "Waits for the rate limit" not in done
+    overview = client.get("/admin/django_weft/overview/").content.decode()
+    row = overview[overview.index('data-limit="partner"') :]
+    row = row[: row.index("</tr>")]
+    assert "1 of 1 begun" in row
+    assert "1 queued run<" in row, "the rate holds the second run back"
+
+
+def test_the_overview_lists_each_limit_with_its_use_and_what_it_holds() -> None:
+    FlowLimit.objects.create(name="one", job="tests.noop", concurrency=1, updated_at=clocks.now())
+    FlowLimit.objects.create(
+        name="imports", queue="imports", fair_share=True, updated_at=clocks.now()
+    )
+    for _ in range(3):
+        start(registry.get("tests.noop"))
+    Run.objects.filter(pk=Run.objects.order_by("created_at")[0].pk).update(status=RunStatus.RUNNING)
+    client = signed_in(user("ops", "view_run"))
+    overview = client.get("/admin/django_weft/overview/").content.decode()
+    one = overview[overview.index('data-limit="one"') :]
+    one = one[: one.index("</tr>")]
+    assert "1 of 1 running" in one
+    assert "2 queued runs" in one
+    share = overview[overview.index('data-limit="imports"') :]
+    share = share[: share.index("</tr>")]
+    assert "fair share between keys" in share
+    assert "0 queued runs" in share
+
+
+def test_a_queues_concurrency_is_shown_and_changed_from_the_overview() -> None:
+    """The overview's queues say how many of a queue's runs may run at once ("0 of 2")
+    and link to that limit; a queue without one ("0 of ∞") links to a new limit's form,
+    filled in for it, for those who may add limits (others read the running count)."""
+    FlowLimit.objects.create(
+        name="cpu.at-once", queue="cpu", concurrency=2, updated_at=clocks.now()
+    )
+    FlowLimit.objects.create(
+        name="cpu.per-tenant", queue="cpu", per_key=True, concurrency=1, updated_at=clocks.now()
+    )
+    operator = signed_in(user("ops", "view_run", "view_flowlimit", "add_flowlimit"))
+    overview = operator.get("/admin/django_weft/overview/").content.decode()
+    cpu = overview[overview.index('data-queue="cpu"') :]
+    cpu = cpu[: cpu.index("</tr>")]
+    limit = FlowLimit.objects.get(name="cpu.at-once")
+    assert f'href="/admin/django_weft/flowlimit/{limit.pk}/change/"' in cpu
+    assert "0 of 2" in cpu
+    default = overview[overview.index('data-queue="default"') :]
+    default = default[: default.index("</tr>")]
+    add = "/admin/django_weft/flowlimit/add/?queue=default&amp;name=default.at-once"
+    assert f'href="{add}"' in default
+    form = operator.get(add.replace("&amp;", "&")).content.decode()
+    assert 'name="queue" value="default"' in form
+    assert 'name="name" value="default.at-once"' in form
+    assert "of ∞</a>" in default
+    reader = signed_in(user("reader", "view_run"))
+    overview = reader.get("/admin/django_weft/overview/").content.decode()
+    default = overview[overview.index('data-queue="default"') :]
+    default = default[: default.index("</tr>")]
+    assert "flowlimit/add" not in default
+    assert "of ∞" not in default

@@ -1,6 +1,7 @@
 """Flow limits in the metrics: each limit's bounds and use, and the queued runs a limit
-holds back counted apart and left out of the queue's oldest wait (so the queue-lag
-alert of docs/metrics.md does not fire for runs that wait by design)."""
+holds back (or that no deployed code can run) counted apart and left out of the queue's
+oldest wait (so the queue-lag alert of docs/metrics.md does not fire for runs that wait
+by design)."""
 
 from __future__ import annotations
 
@@ -38,4 +39,21 @@ def test_limits_use_and_held_runs_are_gauges_of_their_own() -> None:
     FlowLimit.objects.filter(name="noop").update(concurrency=2)
     scraped = scrape()
     assert value(scraped, "weft_queue_held_runs", queue="default") == 0
+    assert value(scraped, "weft_queue_oldest_waiting_seconds", queue="default") >= 3600
+
+
+def test_blocked_runs_are_a_gauge_of_their_own_and_no_lag() -> None:
+    """A queued run of a version no code here defines waits for a deploy: counted in the
+    depth and in ``weft_queue_blocked_runs``, not in the oldest wait, so the queue-lag
+    alert does not fire for it."""
+    now = timezone.now()
+    blocked = start(registry.get("tests.noop"))
+    Run.objects.filter(pk=blocked.pk).update(job_version=99, created_at=now - timedelta(hours=1))
+    scraped = scrape()
+    assert value(scraped, "weft_queue_depth", queue="default") == 1
+    assert value(scraped, "weft_queue_blocked_runs", queue="default") == 1
+    assert value(scraped, "weft_queue_oldest_waiting_seconds", queue="default") == 0
+    Run.objects.filter(pk=blocked.pk).update(job_version=1)
+    scraped = scrape()
+    assert value(scraped, "weft_queue_blocked_runs", queue="default") == 0
     assert value(scraped, "weft_queue_oldest_waiting_seconds", queue="default") >= 3600

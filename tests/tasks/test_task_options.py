@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
-from django_weft.exceptions import ConcurrencyLimitReached, InvalidArgs
+from django_weft.exceptions import ConcurrencyLimitReached, InvalidArgs, Throttled
+from django_weft.jobs.limits import Limit
 from django_weft.jobs.registry import registry
 from django_weft.jobs.retries import Retry
 from django_weft.live.projections import guest_run
@@ -38,7 +39,13 @@ def weft_backend(**options: Any) -> dict[str, Any]:
         ({"retry": 3}, "retry"),
         ({"concurrency": 0}, "concurrency"),
         ({"concurrency": True}, "concurrency"),
-        ({"concurrency_key": lambda args, owner: "k"}, "concurrency_key needs a concurrency"),
+        ({"debounce": 30}, "debounce must be a positive timedelta"),
+        ({"throttle": timedelta(0)}, "throttle must be a positive timedelta"),
+        ({"limits": [5]}, "limits must be a list of django_weft.Limit"),
+        (
+            {"limits": [Limit(concurrency=1, per_key=True)]},
+            "a limit per key needs a concurrency_key",
+        ),
         ({"concurrency": 1, "concurrency_key": "k"}, "concurrency_key must be a callable"),
         ({"state": {"name": "x"}}, "state"),
         ({"private_args": "secret"}, "private_args"),
@@ -57,6 +64,39 @@ def test_good_options_make_a_weft_task_whose_job_has_them() -> None:
     job = task_backends["default"].job_for(made)  # type: ignore[attr-defined]
     assert (job.retry, job.timeout, job.concurrency) == (retry, 2.5, 3)
     assert job.name == made.module_path
+
+
+def test_flow_control_options_reach_the_job() -> None:
+    """``limits``, ``debounce`` and ``throttle`` are the job's, as ``@job`` takes them:
+    a limit without a name is named after the task."""
+    key = weft_fixtures.account_of
+    made = weft_task(
+        concurrency_key=key,
+        limits=[Limit(concurrency=2, per_key=True)],
+        debounce=timedelta(seconds=5),
+    )(fixtures.noop_task.func)
+    job = task_backends["default"].job_for(made)  # type: ignore[attr-defined]
+    assert job.limits == (Limit(made.module_path, concurrency=2, per_key=True),)
+    assert (job.debounce, job.throttle, job.concurrency_key) == (timedelta(seconds=5), None, key)
+
+
+@pytest.mark.django_db
+def test_a_debounced_tasks_burst_of_enqueues_is_one_run_with_the_last_args() -> None:
+    first = weft_fixtures.reindex.enqueue("acme", 1)
+    last = weft_fixtures.reindex.enqueue("acme", 5)
+    other = weft_fixtures.reindex.enqueue("globex", 2)
+    assert first.id == last.id != other.id
+    assert Run.objects.get(pk=first.id).args == {"args": ["acme", 5], "kwargs": {}}
+    assert Run.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_a_throttled_tasks_second_enqueue_is_refused_saying_when() -> None:
+    weft_fixtures.ping.enqueue("acme")
+    with pytest.raises(Throttled, match="the next may start at"):
+        weft_fixtures.ping.enqueue("acme")
+    weft_fixtures.ping.enqueue("globex")
+    assert Run.objects.count() == 2
 
 
 @pytest.mark.django_db

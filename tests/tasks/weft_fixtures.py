@@ -1,8 +1,10 @@
-"""Tasks that use what weft adds to Django's tasks: retries, timeouts, limits, private args."""
+"""Tasks that use what weft adds to Django's tasks: retries, timeouts, limits, private
+args, debounce and throttle."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from django_weft.jobs.retries import Retry
@@ -61,3 +63,20 @@ def with_secret(label: str, secret: str) -> str:
 @weft_task(timeout=30, retry=Retry(max_attempts=2, backoff=0, jitter=0))
 def bounded(label: str) -> str:
     return label
+
+
+def account_of(args: Any, owner: Any) -> str:
+    """A task's key: its first argument (``args`` is ``{"args": [...], "kwargs": {...}}``)."""
+    return str(args["args"][0])
+
+
+@weft_task(concurrency_key=account_of, debounce=timedelta(seconds=30))
+def reindex(account: str, changes: int) -> str:
+    """Debounced: a burst of a key's enqueues is one run, with the last one's args."""
+    return f"{account}: {changes}"
+
+
+@weft_task(concurrency_key=account_of, throttle=timedelta(minutes=1))
+def ping(account: str) -> str:
+    """Throttled: at most one enqueue of an account a minute."""
+    return account

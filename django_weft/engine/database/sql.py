@@ -35,6 +35,17 @@ def prep(model: type[models.Model], name: str, value: object) -> Any:
     return field.get_db_prep_save(value, connection)
 
 
+def from_db(model: type[models.Model], name: str, value: object) -> Any:
+    """A value of field ``name`` read by a hand-written statement, as the ORM would give
+    it (SQLite's text of a moment becomes an aware ``datetime``...)."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    read = field.cached_col
+    for converter in [*connection.ops.get_db_converters(read), *read.get_db_converters(connection)]:
+        value = converter(value, read, connection)
+    return value
+
+
 def typed_placeholder(model: type[models.Model], name: str) -> str:
     """``%s`` with the field's type where PostgreSQL needs it to read a VALUES list."""
     if connection.vendor != "postgresql":

@@ -1,17 +1,18 @@
 """What the flow limits leave for one claim, counted under their row locks.
 
-A claim that any limit may concern runs in a transaction that first locks the rows of
-those limits (``FOR UPDATE`` on PostgreSQL; on SQLite a write to them takes the
-database's one write lock), then counts, for each limit and key, the runs running and
-the begins of the last period. Two workers' claims under the same limit therefore take
-their turns: the second counts what the first claimed, since the first committed before
-it let go of the lock. Claims that no limit concerns never wait for one.
+A claim that any limit may concern runs in a transaction that first reads and locks
+the rows of those limits in one statement (``FOR UPDATE`` on PostgreSQL; on SQLite a
+write to them takes the database's one write lock), then counts, for each limit and
+key, the runs running and the begins of the last period. Two workers' claims under the
+same limit therefore take their turns: the second counts what the first claimed, since
+the first committed before it let go of the lock. Claims that no limit concerns never wait for one.
 
 The claim then picks candidates in its usual order, leaving out the limits and keys
 already full (in the statement, so that a full key's backlog costs nothing), and
 :meth:`Budget.admit` keeps each candidate whose every limit has room, taking that room,
 until the claim has enough. The begins it admits under a rate are written as
-:class:`~django_weft.models.FlowBegin` rows in the same transaction.
+:class:`~django_weft.models.FlowBegin` rows in the same transaction (on PostgreSQL in
+the statement that takes the runs).
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache, partial
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, F, Min, Q, QuerySet
+from django.db.models import BooleanField, ExpressionWrapper, Q
+from django.db.models.expressions import RawSQL
 
 from django_weft.engine.database import sql
 from django_weft.models import FlowBegin, FlowLimit, Run, RunStatus
@@ -33,6 +36,23 @@ from django_weft.models import FlowBegin, FlowLimit, Run, RunStatus
 #: for the limits' locks, so a claim may count from a moment earlier than the claim
 #: before it; the begins that claim still counts must not be gone.
 KEPT = timedelta(minutes=1)
+
+#: The limits a claim counts: those with a concurrency or a rate. A fair share alone is
+#: kept by the runs' turns (see :mod:`django_weft.engine.limits.fairness`), not here.
+LIMITING = Q(concurrency__isnull=False) | Q(rate__isnull=False)
+
+
+def limiting_sql() -> str:
+    """:data:`LIMITING` in SQL, for the statements written by hand."""
+    column = partial(sql.column, FlowLimit)
+    return f"({column('concurrency')} IS NOT NULL OR {column('rate')} IS NOT NULL)"
+
+
+def left_in(condition: str, params: Sequence[Any]) -> ExpressionWrapper[Any]:
+    """A condition of :meth:`Budget.exclusion` or :meth:`Budget.exclusions` as an
+    expression: true for the runs no limit holds back, for an ORM filter or count."""
+    return ExpressionWrapper(RawSQL(condition, params), output_field=BooleanField())
+
 
 #: (limit id, key): a limit's bucket; the key is "" for a limit not per key.
 Bucket = tuple[int, str]
@@ -57,18 +77,37 @@ def bucket(limit: FlowLimit, key: str) -> Bucket:
     return (limit.pk, key if limit.per_key else "")
 
 
-def concerning(
-    limits: Iterable[FlowLimit], jobs: Iterable[str], queues: Iterable[str] | None
-) -> list[FlowLimit]:
-    """The limits that may concern a claim of ``jobs`` from ``queues`` (None: any)."""
-    names = set(jobs)
-    chosen = None if queues is None else set(queues)
-    return [
-        limit
-        for limit in limits
-        if (not limit.job or limit.job in names)
-        and (chosen is None or not limit.queue or limit.queue in chosen)
-    ]
+def lock_concerning(jobs: Iterable[str], queues: Iterable[str] | None) -> list[FlowLimit]:
+    """The limits with a concurrency or a rate that may concern a claim of ``jobs`` from
+    ``queues`` (None: any), locked until the caller's transaction ends, in one statement
+    (``FOR UPDATE`` on PostgreSQL; on SQLite an update of them takes the one write lock).
+    Written by hand, as every statement of a claim: it runs at every claim under limits,
+    where building it with the ORM cost more than running it."""
+    names = sorted(set(jobs))
+    chosen = None if queues is None else sorted(set(queues))
+    where = _concerning_sql(len(names), None if chosen is None else len(chosen))
+    params = [*names, *(chosen or ())]
+    table = sql.table(FlowLimit)
+    if connection.vendor == "postgresql":
+        locking = " FOR UPDATE"
+    else:
+        locking = ""
+        name = sql.column(FlowLimit, "name")
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE {table} SET {name} = {name} WHERE {where}", params)
+    found = f"SELECT * FROM {table} WHERE {where} ORDER BY {sql.column(FlowLimit, 'id')}"
+    return list(FlowLimit.objects.raw(found + locking, params))
+
+
+@cache
+def _concerning_sql(jobs: int, queues: int | None) -> str:
+    column = partial(sql.column, FlowLimit)
+    named = ", ".join(["%s"] * jobs) or "NULL"
+    where = f"{limiting_sql()} AND ({column('job')} = '' OR {column('job')} IN ({named}))"
+    if queues is not None:
+        chosen = ", ".join(["%s"] * queues) or "NULL"
+        where += f" AND ({column('queue')} = '' OR {column('queue')} IN ({chosen}))"
+    return where
 
 
 class Budget:
@@ -90,34 +129,24 @@ class Budget:
         self._oldest = oldest
 
     @classmethod
-    def taken(cls, limits: Sequence[FlowLimit], now: datetime) -> Budget:
-        """Lock ``limits`` and count their use, in the caller's transaction."""
-        ids = sorted(limit.pk for limit in limits)
-        if connection.vendor == "postgresql":
-            list(
-                FlowLimit.objects.select_for_update()
-                .filter(pk__in=ids)
-                .order_by("pk")
-                .values_list("pk")
-            )
-        else:
-            FlowLimit.objects.filter(pk__in=ids).update(name=F("name"))
-        return cls.counted(limits, now)
-
-    @classmethod
-    def counted(cls, limits: Sequence[FlowLimit], now: datetime) -> Budget:
-        """Count the use of ``limits`` now, without a lock: what a page shows."""
+    def counted(
+        cls, limits: Sequence[FlowLimit], now: datetime, binding: int | None = None
+    ) -> Budget:
+        """Count the use of ``limits`` now (under their locks for a claim; without, for
+        a page), every limit's counts in one statement. With ``binding`` (a claim's
+        size), only the buckets such a claim could fill are read: a claim's cost then
+        does not grow with the keys that have room (one with none read has room for it
+        all)."""
         running: Counter[Bucket] = Counter()
         begun: Counter[Bucket] = Counter()
         oldest: dict[Bucket, datetime] = {}
-        for limit in limits:
-            if limit.concurrency is not None:
-                for key, count in running_by_key(limit):
-                    running[bucket(limit, key)] += count
-            if limit.rate is not None and limit.period is not None:
-                for key, count, first in begins_by_key(limit, now):
-                    begun[(limit.pk, key)] += count
-                    oldest[(limit.pk, key)] = first
+        by_id = {limit.pk: limit for limit in limits}
+        for limit_id, rated, key, count, first in _counts(limits, now, binding):
+            if rated:
+                begun[(limit_id, key)] += count
+                oldest[(limit_id, key)] = sql.from_db(FlowBegin, "at", first)
+            else:
+                running[bucket(by_id[limit_id], key)] += count
         return cls(limits, now, running, begun, oldest)
 
     def room(self, limit: FlowLimit, key: str) -> int:
@@ -136,22 +165,29 @@ class Budget:
         parts: list[str] = []
         params: list[Any] = []
         for limit in self.limits:
-            scope, scope_params = _scope_sql(limit)
-            if not limit.per_key:
-                if self.room(limit, "") <= 0:
-                    parts.append(f"NOT ({scope})")
-                    params += scope_params
-                continue
-            full = sorted(
-                key
-                for (limit_id, key) in {*self._running, *self._begun}
-                if limit_id == limit.pk and self.room(limit, key) <= 0
-            )
-            if full:
-                keys = ", ".join(["%s"] * len(full))
-                parts.append(f"NOT ({scope} AND {sql.column(Run, 'concurrency_key')} IN ({keys}))")
-                params += [*scope_params, *full]
+            part, part_params = self.exclusion(limit)
+            if part:
+                parts.append(part)
+                params += part_params
         return " AND ".join(parts), params
+
+    def exclusion(self, limit: FlowLimit) -> tuple[str, list[Any]]:
+        """A condition leaving out the runs ``limit`` holds back now (``""``: none)."""
+        scope, scope_params = _scope_sql(limit)
+        if not limit.per_key:
+            return (f"NOT ({scope})", scope_params) if self.room(limit, "") <= 0 else ("", [])
+        full = sorted(
+            key
+            for (limit_id, key) in {*self._running, *self._begun}
+            if limit_id == limit.pk and self.room(limit, key) <= 0
+        )
+        if not full:
+            return "", []
+        keys = ", ".join(["%s"] * len(full))
+        return (
+            f"NOT ({scope} AND {sql.column(Run, 'concurrency_key')} IN ({keys}))",
+            [*scope_params, *full],
+        )
 
     def admit(self, candidates: Iterable[Candidate], wanted: int) -> list[Candidate]:
         """The candidates, in order, whose every limit has room, taking it, up to ``wanted``."""
@@ -201,23 +237,28 @@ class Budget:
         ]
         return min(moments, default=None)
 
-    def record(self, admitted: Iterable[Candidate], now: datetime) -> None:
-        """Write the begins of ``admitted`` under each rate that concerns them, and drop
-        the begins no claim will count again (see :data:`KEPT`)."""
-        rated = [
-            limit for limit in self.limits if limit.rate is not None and limit.period is not None
-        ]
-        begins = [
+    def begins(self, admitted: Iterable[Candidate], now: datetime) -> list[FlowBegin]:
+        """The begins of ``admitted`` under each rate that concerns them, to be written
+        in the claim's transaction."""
+        rated = self._rated()
+        return [
             FlowBegin(limit=limit, key=bucket(limit, candidate.key)[1], at=now)
             for candidate in admitted
             for limit in rated
             if covers(limit, candidate.job, candidate.queue)
         ]
-        FlowBegin.objects.bulk_create(begins)
-        for limit in rated:
+
+    def prune(self, now: datetime) -> None:
+        """Drop the begins no claim will count again (see :data:`KEPT`), once in a while."""
+        for limit in self._rated():
             assert limit.period is not None
             if _pruned.due(limit, now):
                 FlowBegin.objects.filter(limit=limit, at__lte=now - limit.period - KEPT).delete()
+
+    def _rated(self) -> list[FlowLimit]:
+        return [
+            limit for limit in self.limits if limit.rate is not None and limit.period is not None
+        ]
 
 
 class _Pruned:
@@ -242,30 +283,68 @@ PRUNE_EVERY = timedelta(seconds=10)
 _pruned = _Pruned()
 
 
-def running_by_key(limit: FlowLimit) -> QuerySet[Any, tuple[str, int]]:
-    """(key, running runs) of what ``limit`` concerns: the index over running runs."""
-    return (
-        Run.objects.filter(_scope(limit), status=RunStatus.RUNNING)
-        .values_list("concurrency_key")
-        .annotate(count=Count("pk"))
-        .order_by()
+def running_sql(limit: FlowLimit, binding: int | None = None) -> tuple[str, list[Any]]:
+    """(limit id, 0, key, running runs, NULL) of what ``limit`` concerns, by key, read
+    through the index over running runs. With ``binding``, for a limit per key, only the
+    keys a claim of that many runs could fill: the others have room for all of it,
+    whatever they hold."""
+    column = partial(sql.column, Run)
+    scope, params = _scope_sql(limit)
+    having = ""
+    if binding is not None and limit.per_key and limit.concurrency is not None:
+        having = " HAVING COUNT(*) > %s"
+        params.append(limit.concurrency - binding)
+    statement = (
+        f"SELECT {int(limit.pk)}, 0, {column('concurrency_key')}, COUNT(*), NULL "
+        f"FROM {sql.table(Run)} WHERE {column('status')} = '{RunStatus.RUNNING}'"
+        f"{' AND ' + scope if scope else ''} GROUP BY {column('concurrency_key')}{having}"
     )
+    return statement, params
 
 
-def begins_by_key(limit: FlowLimit, now: datetime) -> QuerySet[Any, tuple[str, int, datetime]]:
-    """(key, begins, oldest begin) in ``limit``'s window at ``now``: the window's index."""
+def begins_sql(
+    limit: FlowLimit, now: datetime, binding: int | None = None
+) -> tuple[str, list[Any]]:
+    """(limit id, 1, bucket's key, begins, oldest begin) in ``limit``'s window at
+    ``now``, read through the window's index; ``binding`` as for :func:`running_sql` (a
+    limit not per key has one bucket)."""
     assert limit.period is not None
-    window = FlowBegin.objects.filter(limit=limit, at__gt=now - limit.period)
-    return window.values_list("key").annotate(count=Count("pk"), oldest=Min("at")).order_by()
+    assert limit.rate is not None
+    column = partial(sql.column, FlowBegin)
+    params: list[Any] = [sql.prep(FlowBegin, "at", now - limit.period)]
+    having = ""
+    if binding is not None:
+        having = " HAVING COUNT(*) > %s"
+        params.append(limit.rate - binding)
+    statement = (
+        f"SELECT {int(limit.pk)}, 1, {column('key')}, COUNT(*), MIN({column('at')}) "
+        f"FROM {sql.table(FlowBegin)} WHERE {column('limit')} = {int(limit.pk)} "
+        f"AND {column('at')} > %s GROUP BY {column('key')}{having}"
+    )
+    return statement, params
 
 
-def _scope(limit: FlowLimit) -> Q:
-    scope = Q()
-    if limit.job:
-        scope &= Q(job=limit.job)
-    if limit.queue:
-        scope &= Q(queue=limit.queue)
-    return scope
+def _counts(
+    limits: Sequence[FlowLimit], now: datetime, binding: int | None
+) -> list[tuple[Any, ...]]:
+    """(limit id, rated, bucket's key, count, oldest begin): each limit's
+    :func:`running_sql` and :func:`begins_sql` joined by ``UNION ALL``, one round trip."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for limit in limits:
+        found = []
+        if limit.concurrency is not None:
+            found.append(running_sql(limit, binding))
+        if limit.rate is not None and limit.period is not None:
+            found.append(begins_sql(limit, now, binding))
+        for statement, statement_params in found:
+            parts.append(statement)
+            params += statement_params
+    if not parts:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        return list(cursor.fetchall())
 
 
 def _scope_sql(limit: FlowLimit) -> tuple[str, list[Any]]:

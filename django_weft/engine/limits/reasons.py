@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django_weft.engine.limits.budget import Budget, covers
+from django_weft.engine.limits.budget import LIMITING, Budget, covers
 from django_weft.models import FlowLimit, Run, RunStatus
 
 
@@ -26,7 +26,9 @@ def holds(run: Run, now: datetime) -> list[Hold]:
     """The limits that hold ``run`` back now, if it is queued (none otherwise)."""
     if run.status != RunStatus.QUEUED:
         return []
-    limits = [limit for limit in FlowLimit.objects.all() if covers(limit, run.job, run.queue)]
+    limits = [
+        limit for limit in FlowLimit.objects.filter(LIMITING) if covers(limit, run.job, run.queue)
+    ]
     if not limits:
         return []
     budget = Budget.counted(limits, now)

@@ -13,13 +13,27 @@ from django_weft.jobs.registry import registry
 from django_weft.models import FlowLimit
 
 #: The fields an operator sets; the others are the row's own.
-EDITABLE = ("name", "job", "queue", "per_key", "concurrency", "rate", "period")
+EDITABLE = (
+    "name",
+    "job",
+    "queue",
+    "per_key",
+    "concurrency",
+    "rate",
+    "period",
+    "fair_share",
+    "weights",
+)
+
+#: The largest weight a key may have in a fair share.
+MAX_WEIGHT = 1000
 
 
 def validate_limit(limit: FlowLimit) -> None:
     """Raise ``ValidationError`` naming each field of ``limit`` that is wrong: the
     model's own checks, a name a metric's label and a URL can carry, a job the code
-    deploys, a scope, something limited, a rate with a positive period."""
+    deploys, a scope, something limited, a rate with a positive period, a fair share of a
+    queue with whole positive weights."""
     errors: dict[str, list[str]] = {}
     try:
         limit.full_clean(validate_constraints=False)
@@ -33,8 +47,14 @@ def validate_limit(limit: FlowLimit) -> None:
         errors.setdefault("job", []).append(f'No job named "{limit.job}" is registered.')
     if not limit.job and not limit.queue:
         errors.setdefault("job", []).append("Name a job, a queue, or both.")
-    if limit.concurrency is None and limit.rate is None:
-        errors.setdefault("concurrency", []).append("Give a concurrency, a rate, or both.")
+    if limit.concurrency is None and limit.rate is None and not limit.fair_share:
+        errors.setdefault("concurrency", []).append("Give a concurrency, a rate or a fair share.")
+    if limit.fair_share and (limit.job or not limit.queue):
+        errors.setdefault("fair_share", []).append(
+            "A fair share is a queue's, for every job in it: name the queue, not a job."
+        )
+    for problem in _weight_problems(limit):
+        errors.setdefault("weights", []).append(problem)
     for name in ("concurrency", "rate"):
         if getattr(limit, name) is not None and getattr(limit, name) < 1:
             errors.setdefault(name, []).append("Give at least 1.")
@@ -46,6 +66,21 @@ def validate_limit(limit: FlowLimit) -> None:
         raise ValidationError(errors)
 
 
+def _weight_problems(limit: FlowLimit) -> list[str]:
+    weights = limit.weights
+    if weights in (None, {}):
+        return []
+    if not limit.fair_share:
+        return ["Weights are a fair share's: set fair_share, or give no weights."]
+    if not isinstance(weights, dict):
+        return ['Give an object of keys and their weights, e.g. {"tenant-7": 3}.']
+    return [
+        f"The weight of {key!r} must be a whole number from 1 to {MAX_WEIGHT}, not {weight!r}."
+        for key, weight in weights.items()
+        if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= MAX_WEIGHT
+    ]
+
+
 def save_limit(limit: FlowLimit, changes: Mapping[str, Any] | None = None) -> list[str]:
     """Apply ``changes`` to ``limit``, validate it and write it; the names of the fields
     that changed (every field, for a new row). Nothing is written when it is refused."""
@@ -54,6 +89,8 @@ def save_limit(limit: FlowLimit, changes: Mapping[str, Any] | None = None) -> li
         if name not in EDITABLE:
             raise ValidationError({name: ["Unknown field; a limit has " + ", ".join(EDITABLE)]})
         setattr(limit, name, value)
+    if limit.weights is None:  # the console's form gives None for an empty box
+        limit.weights = {}
     validate_limit(limit)
     changed = [
         name for name in EDITABLE if limit._state.adding or getattr(limit, name) != loaded[name]

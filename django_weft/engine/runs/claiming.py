@@ -1,13 +1,14 @@
 """The claim: a worker takes queued runs it can execute, each once, in one statement.
 
-``WITH picked AS (SELECT ... ORDER BY priority DESC, COALESCE(run_after, created_at),
-created_at LIMIT n FOR UPDATE SKIP LOCKED) UPDATE ... FROM picked RETURNING ...`` on
+``WITH picked AS (SELECT ... ORDER BY priority DESC, COALESCE(turn_at, run_after,
+created_at), created_at LIMIT n FOR UPDATE SKIP LOCKED) UPDATE ... FROM picked RETURNING ...`` on
 PostgreSQL, ``UPDATE ... WHERE id IN
 (SELECT ... LIMIT n) RETURNING ...`` on SQLite (whose single writer needs no lock): the
 pick walks the partial index over queued runs in claim order and stops after a batch, so
 its cost does not grow with the backlog, and the rows come back from the update itself,
 with no second read. The order is priority (high first), then the moment a run became
-claimable (a task's ``run_after``, else when it was started), then when it was started:
+claimable (its turn in a fair queue, see :mod:`django_weft.engine.limits.fairness`; else
+a task's ``run_after``, else when it was started), then when it was started:
 of runs of equal priority, a task enqueued at 8:00 to run after 9:00 goes after a run
 started at 8:30 and before one started at 9:05. A claimed run is ``running`` on that
 worker with its attempt number raised by one (kept, for a run that waited and goes on:
@@ -21,8 +22,9 @@ among those it then finishes as lost (see :mod:`django_weft.engine.worker.reapin
 
 The statement is built once per set of deployed jobs and queues, not per claim.
 
-While any flow limit exists, the plain statement takes nothing (it says so in its
-``WHERE``), and a claim that took nothing goes on through :func:`_claim_limited`: the
+While any flow limit with a concurrency or a rate exists, the plain statement takes
+nothing (it says so in its ``WHERE``), and a claim that took nothing goes on through
+:func:`_claim_limited`: the
 limits that may concern the claim are locked and counted, the pick leaves out what they
 hold back, and what they admit is taken (see :mod:`django_weft.engine.limits.budget`).
 A project with no limit pays for none of it but one ``EXISTS`` when its queue is empty;
@@ -40,8 +42,14 @@ from typing import TYPE_CHECKING
 from django.db import connection, transaction
 
 from django_weft.engine.database import sql
-from django_weft.engine.limits.budget import Budget, Candidate, concerning
-from django_weft.models import FlowLimit, PausedQueue, Run, RunStatus, WorkerProcess
+from django_weft.engine.limits.budget import (
+    LIMITING,
+    Budget,
+    Candidate,
+    limiting_sql,
+    lock_concerning,
+)
+from django_weft.models import FlowBegin, FlowLimit, PausedQueue, Run, RunStatus, WorkerProcess
 
 if TYPE_CHECKING:
     from django_weft.jobs.registry import Job
@@ -74,20 +82,29 @@ def claim(
     chosen = None if queues is None else tuple(sorted(set(queues)))
     if not _limits_seen.flag:
         claimed = _claim_plain(deployed, chosen, limit=limit, worker=worker, now=now)
-        if claimed or not FlowLimit.objects.exists():
+        if claimed or not FlowLimit.objects.filter(LIMITING).exists():
             return claimed
     return _claim_limited(deployed, chosen, limit=limit, worker=worker, now=now, held=held)
 
 
 class _Seen:
-    """Whether this process's last claim found flow limits: its next claim then goes
-    the limited way at once, rather than through a plain claim that takes nothing while
-    any limit exists. A limited claim that finds none clears it and claims plainly."""
+    """Whether this process's last claim found flow limits (``flag``): its next claim
+    then goes the limited way at once, rather than through a plain claim that takes
+    nothing while any limit exists. A limited claim that finds none clears it and claims
+    plainly. ``concerned``: whether any of them concerned that claim."""
 
     flag = False
+    concerned = False
 
 
 _limits_seen = _Seen()
+
+
+def under_limits() -> bool:
+    """Whether this process's last claim was made under flow limits that concern it:
+    each such claim takes a turn on the limits' locks, so a worker under them claims in
+    batches (see :mod:`django_weft.engine.worker.intake`)."""
+    return _limits_seen.flag and _limits_seen.concerned
 
 
 def _claim_plain(
@@ -117,14 +134,15 @@ def _claim_limited(
     held: Callable[[datetime], None] | None,
 ) -> list[Run]:
     """The claim under the flow limits that may concern it (see
-    :mod:`django_weft.engine.limits.budget`): pick, admit, take, in one transaction."""
-    every = list(FlowLimit.objects.all())
-    _limits_seen.flag = bool(every)
-    if not every:
-        return _claim_plain(deployed, chosen, limit=limit, worker=worker, now=now)
-    limits = concerning(every, (name for name, _ in deployed), chosen)
+    :mod:`django_weft.engine.limits.budget`): lock, count, pick, admit, take, in one
+    transaction."""
     with transaction.atomic():
-        budget = Budget.taken(limits, now)
+        limits = lock_concerning((name for name, _ in deployed), chosen)
+        if not limits and not FlowLimit.objects.filter(LIMITING).exists():
+            _limits_seen.flag = _limits_seen.concerned = False
+            return _claim_plain(deployed, chosen, limit=limit, worker=worker, now=now)
+        _limits_seen.flag, _limits_seen.concerned = True, bool(limits)
+        budget = Budget.counted(limits, now, binding=limit)
         exclusions, excluded = budget.exclusions()
         statement = _limited_pick_sql(
             connection.vendor, len(deployed), 0 if chosen is None else len(chosen), exclusions
@@ -139,13 +157,27 @@ def _claim_limited(
             held(slot)
         if not admitted:
             return []
-        taken = _in_claim_order(
-            Run.objects.raw(
-                _take_sql(connection.vendor, len(admitted)),
-                [*_setting(worker, now), *(sql.prep(Run, "id", each.id) for each in admitted)],
-            )
-        )
-        budget.record(admitted, now)
+        taken = _take(admitted, budget.begins(admitted, now), worker, now)
+        budget.prune(now)
+    return taken
+
+
+def _take(
+    admitted: Sequence[Candidate], begins: Sequence[FlowBegin], worker: WorkerProcess, now: datetime
+) -> list[Run]:
+    """Claim the ``admitted`` runs (locked by the pick) and write their ``begins``: in
+    one statement on PostgreSQL (the INSERT a CTE of the UPDATE), two on SQLite."""
+    ids = [sql.prep(Run, "id", each.id) for each in admitted]
+    together = connection.vendor == "postgresql" and bool(begins)
+    statement = _take_sql(connection.vendor, len(admitted), together)
+    written = [
+        [sql.prep(FlowBegin, name, getattr(begin, name)) for begin in begins]
+        for name in ("limit_id", "key", "at")
+    ]
+    params = [*(written if together else ()), *_setting(worker, now), *ids]
+    taken = _in_claim_order(Run.objects.raw(statement, params))
+    if begins and not together:
+        FlowBegin.objects.bulk_create(begins)
     return taken
 
 
@@ -177,7 +209,7 @@ def _in_claim_order(runs: Iterable[Run]) -> list[Run]:
         runs,
         key=lambda run: (
             -run.priority,
-            run.run_after or run.created_at,
+            run.turn_at or run.run_after or run.created_at,
             run.created_at,
             run.due or run.created_at,
         ),
@@ -220,7 +252,7 @@ def _claim_order() -> str:
     column = partial(sql.column, Run)
     return (
         f"ORDER BY {column('priority')} DESC, "
-        f"COALESCE({column('run_after')}, {column('created_at')}), "
+        f"COALESCE({column('turn_at')}, {column('run_after')}, {column('created_at')}), "
         f"{column('created_at')}, {column('due')}"
     )
 
@@ -232,7 +264,8 @@ def _claim_sql(vendor: str, jobs: int, queues: int) -> str:
     column = partial(sql.column, Run)
     pick = (
         f"SELECT {column('id')} {_pick_where(vendor, jobs, queues)} "
-        f"AND NOT EXISTS (SELECT 1 FROM {sql.table(FlowLimit)}) {_claim_order()} LIMIT %s"
+        f"AND NOT EXISTS (SELECT 1 FROM {sql.table(FlowLimit)} WHERE {limiting_sql()}) "
+        f"{_claim_order()} LIMIT %s"
     )
     if vendor == "postgresql":
         # A materialized CTE, not ``WHERE id IN (subquery)``: PostgreSQL may run a
@@ -257,10 +290,17 @@ def _limited_pick_sql(vendor: str, jobs: int, queues: int, exclusions: str) -> s
 
 
 @cache
-def _take_sql(vendor: str, count: int) -> str:
-    """The limited claim's update of the ``count`` runs it admitted (locked by its pick)."""
+def _take_sql(vendor: str, count: int, with_begins: bool) -> str:
+    """The limited claim's update of the ``count`` runs it admitted (locked by its
+    pick), on PostgreSQL ``with_begins`` written by the same statement."""
     ids = ", ".join(["%s"] * count)
-    return _update(vendor, f"WHERE {sql.column(Run, 'id')} IN ({ids})")
+    update = _update(vendor, f"WHERE {sql.column(Run, 'id')} IN ({ids})")
+    if not with_begins:
+        return update
+    fields = [FlowBegin._meta.get_field(name) for name in ("limit", "key", "at")]
+    columns = ", ".join(sql.column(FlowBegin, field.name) for field in fields)
+    rows = sql.column_arrays(fields)  # type: ignore[arg-type]
+    return f"WITH begun AS (INSERT INTO {sql.table(FlowBegin)} ({columns}) {rows}) {update}"
 
 
 def _update(vendor: str, target: str) -> str:

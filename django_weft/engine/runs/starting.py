@@ -25,6 +25,7 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections,
 
 from django_weft import tracing
 from django_weft.engine.database import sql
+from django_weft.engine.limits import fairness
 from django_weft.engine.runs.pacing import check_throttle, debounced, paced
 from django_weft.exceptions import (
     ConcurrencyLimitReached,
@@ -318,6 +319,8 @@ def _insert_rows(runs: Sequence[Run], *, skip_conflicts: bool) -> set[uuid.UUID]
     key another run holds; returns the ids of the runs that were inserted."""
     if not runs:
         return set()
+    # Every new run is written here, so every one in a fair queue gets its turn here.
+    fairness.place(runs)
     per_insert = min(BULK_INSERT_ROWS, connection.ops.bulk_batch_size(_FIELDS, runs))
     suffix = f" ON CONFLICT DO NOTHING RETURNING {sql.column(Run, 'id')}" if skip_conflicts else ""
     inserted: set[uuid.UUID] = set()

@@ -8,6 +8,10 @@
 - The overview's history (:class:`Tallier`): the finished runs of settled minutes are
   counted into summary rows (:mod:`~django_weft.engine.history.tallying`), a chunk a round while
   behind, then once a minute on the worker's clock.
+- Blocked runs (:class:`BlockedWatch`): once a minute, the job versions of the queued
+  runs are read, and a run of a job or version this code does not define is logged,
+  once per job and version in the process's life: such runs wait for a deploy, and
+  nothing else in a worker's log would say so.
 - The health file (:class:`HealthFile`, ``runjobs --health-file``), touched at least
   every second while the loop turns, database or not, in real seconds: what a liveness
   probe watches (see docs/deployment.md). Each turn also beats :data:`loop_pulse`, which
@@ -23,9 +27,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from django_weft.conf import weft_settings
-from django_weft.engine.history.pruning import prune_audit, prune_batch, prune_workers
+from django_weft.engine.database.outages import Step
+from django_weft.engine.history.pruning import prune_batch, prune_besides_runs
 from django_weft.engine.history.tallying import tally
+from django_weft.jobs.registry import registry
 from django_weft.live.changes import Changes
+from django_weft.models import Run
 
 logger = logging.getLogger("django_weft.worker")
 
@@ -39,8 +46,9 @@ class Pruner:
     def step(self, now: datetime, changes: Changes) -> bool:
         """Delete a batch of old finished runs if it is time; True if any went.
 
-        Once the runs are down to less than a batch, the rows of stopped workers and the
-        audit trail from before the same moment go too, as ``prunejobs`` does.
+        Once the runs are down to less than a batch, the rows of stopped workers, the
+        ended groups and workflows and the audit trail from before the same moment go
+        too, as ``prunejobs`` does.
         """
         keep = weft_settings.PRUNE_AFTER
         if keep is None or (self._next_prune is not None and now < self._next_prune):
@@ -48,8 +56,7 @@ class Pruner:
         batch, before = weft_settings.PRUNE_BATCH_SIZE, now - keep
         deleted = prune_batch(before=before, size=batch)
         if deleted < batch:
-            prune_workers(before=before)
-            prune_audit(before=before, size=batch)
+            prune_besides_runs(before=before, size=batch)
             self._next_prune = now + weft_settings.PRUNE_INTERVAL
         if deleted:
             logger.info("pruned %d run(s) that finished before %s", deleted, before.isoformat())
@@ -73,6 +80,46 @@ class Tallier:
         if not counted:
             self._next = now + self.REST
         return counted
+
+
+class BlockedWatch:
+    """When this worker looks for blocked runs next, and which it has logged."""
+
+    EVERY = timedelta(minutes=1)
+
+    def __init__(self) -> None:
+        self._next: datetime | None = None
+        self._logged: set[tuple[str, int]] = set()
+
+    def step(self, now: datetime, changes: Changes) -> bool:
+        """Log the job versions of queued runs this code cannot run, not logged before."""
+        if self._next is not None and now < self._next:
+            return False
+        self._next = now + self.EVERY
+        for name, version in Run.objects.queued_job_versions():
+            if (name, version) in self._logged or registry.deployed(name, version) is not None:
+                continue
+            self._logged.add((name, version))
+            here = f"version {registry.get(name).version}" if name in registry else "no such job"
+            logger.warning(
+                "runs of %s version %d are queued and blocked: this code has %s; they wait "
+                "for a worker whose code defines that version",
+                name,
+                version,
+                here,
+            )
+        return False
+
+
+class Chores:
+    """The chores a round does after its work, by name, each on its own rhythm."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, Step]] = [
+            ("prune", Pruner().step),
+            ("tally", Tallier().step),
+            ("blocked", BlockedWatch().step),
+        ]
 
 
 class LoopPulse:

@@ -17,9 +17,12 @@ the same statement with a limit of one, made by the thread that runs the run nex
 stays the run's durable "begun" mark, and a worker killed at any moment holds no run
 claimed for later, only the runs it was executing (finished lost by the reaper) and the
 outcomes not yet recorded, which the bound on waiting reports keeps threads from piling
-up. A claim that fails on the run thread (the database went away) ends the thread's
-turn: the loop's error boundary meets the outage and claims again after it. Executors
-that run tasks in the caller (``InlineExecutor``) leave every claim to the loop.
+up. Under flow limits that concern its claims, a worker leaves every claim to the loop:
+each claim then waits its turn on the limits' locks, and one claim for all the free
+slots takes one turn where the threads would take one each. A claim that fails on the
+run thread (the database went away) ends the thread's turn: the loop's error boundary
+meets the outage and claims again after it. Executors that run tasks in the caller
+(``InlineExecutor``) leave every claim to the loop.
 
 After the first stop signal no thread claims: the loop's claim step and the run threads'
 claims alike go through :meth:`Shutdown.unless_stopping
@@ -36,7 +39,7 @@ from functools import partial
 
 from django_weft.engine.flows.waking import wake_due
 from django_weft.engine.limits.defaults import write_defaults
-from django_weft.engine.runs.claiming import claim, deployed_pairs
+from django_weft.engine.runs.claiming import claim, deployed_pairs, under_limits
 from django_weft.engine.worker import timeouts
 from django_weft.engine.worker.execution import Execution, execute
 from django_weft.engine.worker.inflight import InFlight
@@ -224,6 +227,9 @@ class Intake:
             # Outcomes wait in memory until the loop records them; a killed worker loses
             # them, so threads do not outrun a loop that is slow to record.
             or len(self._reports) > self._in_flight.executor.concurrency
+            # Under flow limits each claim takes a turn on their locks: the loop's
+            # claim for every free slot takes one turn where threads would take one each.
+            or under_limits()
         ):
             return None
         now = self._clock.now()

@@ -40,7 +40,7 @@ from django_weft.engine.database.notify import Listener, listen_alias
 from django_weft.engine.database.outages import FAILED, Outage, Step
 from django_weft.engine.schedules.scheduler import Scheduler
 from django_weft.engine.worker.executors import Executor, load_executor
-from django_weft.engine.worker.housekeeping import HealthFile, Pruner, Tallier, loop_pulse
+from django_weft.engine.worker.housekeeping import Chores, HealthFile, loop_pulse
 from django_weft.engine.worker.inflight import InFlight
 from django_weft.engine.worker.intake import Intake
 from django_weft.engine.worker.lookout import Lookout
@@ -112,8 +112,7 @@ class Worker:
             clock=self.clock,
             shutdown=self.shutdown,
         )
-        self.pruner = Pruner()
-        self.tallier = Tallier()
+        self.chores = Chores()
         self.health_file = HealthFile(self.options.health_file)
         self.statement_limits = StatementLimits()
         self._listener: Listener | None = None
@@ -270,8 +269,7 @@ class Worker:
             steps.append(("look", partial(self.intake.look, everywhere=everywhere)))
             steps.append(("claim", self._claim_more))
             steps.append(("reap", self.membership.reap))
-            steps.append(("prune", self.pruner.step))
-            steps.append(("tally", self.tallier.step))
+            steps.extend(self.chores.steps)
         # Runs that ended meanwhile (all of them, with the inline executor) are recorded
         # in the same round.
         steps.append(("finish", self._record_reports))
