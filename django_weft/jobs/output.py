@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 
 from django_weft.jobs.storable import storable_text
 
-__all__ = ["AsyncThrottle", "OutputBuffer", "Throttle"]
+__all__ = ["AsyncThrottle", "OutputBuffer", "Throttle", "output_in"]
 
 # Lone surrogates can reach a str (e.g. subprocess output decoded with
 # errors="surrogateescape") but cannot be encoded as UTF-8, so neither the
@@ -399,3 +399,10 @@ class AsyncThrottle:
             raise
         self._gate.succeeded(started)
         return True
+
+
+def output_in(state: object) -> str | None:
+    """The output a run's state document holds: its ``"output"`` text, as an
+    :class:`OutputBuffer`'s writer stores it; None for a state without one."""
+    output = state.get("output") if isinstance(state, dict) else None
+    return output if isinstance(output, str) else None

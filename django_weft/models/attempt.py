@@ -10,7 +10,7 @@ class Attempt(models.Model):
 
     The run's own row records its latest attempt (``attempt``, ``started_at``, the error
     fields), so a run that succeeds at once costs no row here; each retry moves the attempt
-    that ended into this table first.
+    that ended into this table first, with the output it left.
     """
 
     run = models.ForeignKey("django_weft.Run", on_delete=models.CASCADE, related_name="attempts")
@@ -29,6 +29,11 @@ class Attempt(models.Model):
     error_class_path = models.CharField(max_length=300, blank=True)
     error_message = models.TextField(blank=True)
     error_traceback = models.TextField(blank=True)
+    output = models.TextField(
+        blank=True,
+        help_text="The run's output as this attempt left it (its state's output, bounded as "
+        "the run's is): the next attempt writes its own over the run's.",
+    )
 
     class Meta:
         ordering = ["run", "number"]

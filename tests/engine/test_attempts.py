@@ -377,3 +377,16 @@ def test_outage_logs_once_per_streak(caplog: pytest.LogCaptureFixture) -> None:
     assert 0 < first < second <= 2.5
     assert not outage.ongoing
     assert not outage.succeeded()
+
+
+def test_an_attempt_keeps_the_output_it_left(rehearsal: Rehearsal) -> None:
+    """The first attempt's output, written over by the second's in the run's state, is
+    kept on its attempt record; the latest attempt's is the run's."""
+    run = start(registry.get("tests.flaky_printer"))
+    rehearsal.advance(MINUTE)
+    done = Run.objects.select_related("state").get(pk=run.pk)
+    assert (done.status, done.attempt) == (RunStatus.DONE, 2)
+    assert done.state is not None
+    assert done.state.data["output"] == "attempt 2 printed this\n"
+    [first] = Attempt.objects.filter(run=run)
+    assert (first.number, first.output) == (1, "attempt 1 printed this\n")

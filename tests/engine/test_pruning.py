@@ -1,4 +1,5 @@
-"""Housekeeping: old finished runs go, in bounded batches; what is still needed stays."""
+"""Housekeeping: old finished runs go, in bounded batches, and the groups, workflows and
+begins they leave behind; what is still needed stays."""
 
 from __future__ import annotations
 
@@ -21,10 +22,15 @@ from django_weft.models import (
     AuditRecord,
     Document,
     EntryPoint,
+    FlowBegin,
+    FlowLimit,
+    Group,
     Run,
     RunStatus,
     Schedule,
     WorkerProcess,
+    Workflow,
+    WorkflowStep,
 )
 from django_weft.operations import start
 from django_weft.testing import DrivenClock, Rehearsal
@@ -135,3 +141,67 @@ def test_runjobs_prunes_the_audit_trail_with_the_runs(
     with override_settings(WEFT_PRUNE_AFTER=30 * DAY, WEFT_PRUNE_BATCH_SIZE=1):
         rehearsal.advance(timedelta(seconds=1))
     assert list(AuditRecord.objects.values_list("object_id", flat=True)) == ["recent"]
+
+
+def ended_flows(days_ago: float) -> tuple[Workflow, Group]:
+    """A workflow that ended ``days_ago`` days ago, with a group step whose group ended
+    then too."""
+    moment = timezone.now() - timedelta(days=days_ago)
+    workflow = Workflow.objects.create(
+        name="tests.pair", status="done", created_at=moment, ended_at=moment
+    )
+    group = Group.objects.create(name="album", created_at=moment, ended_at=moment)
+    WorkflowStep.objects.create(
+        workflow=workflow, name="thumbs", position=0, job="tests.noop", group=group
+    )
+    return workflow, group
+
+
+def test_prune_deletes_ended_groups_and_workflows_once_their_runs_are_gone() -> None:
+    """A workflow and a group that ended before the age go (the workflow's steps with
+    it) once none of their runs is left; one with a run left, one ended since, and a
+    group that is a step of a workflow still under way stay."""
+    gone_workflow, gone_group = ended_flows(40)
+    finished_run("done", 40, workflow=gone_workflow, group=gone_group)
+    kept_workflow, kept_group = ended_flows(40)
+    finished_run("done", 2, workflow=kept_workflow, group=kept_group)
+    recent_workflow, recent_group = ended_flows(2)
+    under_way, step_group = ended_flows(40)
+    Workflow.objects.filter(pk=under_way.pk).update(status="running", ended_at=None)
+    assert prune(before=timezone.now() - 30 * DAY, size=1) == 1
+    assert set(Workflow.objects.values_list("pk", flat=True)) == {
+        kept_workflow.pk,
+        recent_workflow.pk,
+        under_way.pk,
+    }
+    assert set(Group.objects.values_list("pk", flat=True)) == {
+        kept_group.pk,
+        recent_group.pk,
+        step_group.pk,
+    }
+    assert not WorkflowStep.objects.filter(workflow_id=gone_workflow.pk).exists()
+
+
+def test_prune_deletes_old_begins_of_a_limit_without_a_rate_only() -> None:
+    """A limit's rate removed leaves its begins counted by no claim: old ones go. A
+    rate's own begins are left to the claims that count them."""
+    now = timezone.now()
+    was_rated = FlowLimit.objects.create(name="was-rated", job="tests.noop", updated_at=now)
+    rated = FlowLimit.objects.create(
+        name="rated", job="tests.noop", rate=5, period=DAY, updated_at=now
+    )
+    for limit in (was_rated, rated):
+        FlowBegin.objects.create(limit=limit, at=now - 40 * DAY)
+    recent = FlowBegin.objects.create(limit=was_rated, at=now - 2 * DAY)
+    prune(before=now - 30 * DAY, size=1000)
+    assert set(FlowBegin.objects.values_list("limit__name", "at")) == {
+        ("rated", now - 40 * DAY),
+        ("was-rated", recent.at),
+    }
+
+
+def test_prunejobs_says_how_many_groups_and_workflows_went() -> None:
+    ended_flows(40)
+    out = StringIO()
+    call_command("prunejobs", "--older-than", "30d", stdout=out)
+    assert "deleted 2 group(s) and workflow(s) that ended before then" in out.getvalue()

@@ -32,6 +32,7 @@ from django_weft.engine.flows.groups import members_ended
 from django_weft.engine.flows.workflows import CANCELLED, step_ended
 from django_weft.engine.outcomes.hooks import run_finish_hook
 from django_weft.engine.schedules.scheduler import record_on_schedule
+from django_weft.jobs.output import output_in
 from django_weft.jobs.registry import registry
 from django_weft.jobs.tracebacks import ErrorRecord
 from django_weft.live.changes import Changes
@@ -258,6 +259,8 @@ def _retry(
         if not won:
             log_late(report.run_id, report.claim)
             return None
+        # The next attempt writes its output over the run's: this one's is kept here.
+        state = Run.objects.filter(pk=report.run_id).values_list("state__data", flat=True)
         Attempt.objects.create(
             run_id=report.run_id,
             number=report.attempt,
@@ -269,6 +272,7 @@ def _retry(
             error_class_path=report.error.class_path,
             error_message=report.error.message,
             error_traceback=report.error.traceback,
+            output=output_in(state.first()) or "",
         )
         changes.run(report.run_id)
     logger.info(

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from django_weft.conf import weft_settings
-from django_weft.engine.history.pruning import prune_audit, prune_batch, prune_workers
+from django_weft.engine.history.pruning import prune_batch, prune_besides_runs
 from django_weft.management.arguments import convert_keywords, period, positive_int
 from django_weft.timing import clocks
 from django_weft.timing.preview import Period
@@ -22,8 +22,9 @@ class Command(BaseCommand):
     help = (
         "Delete finished runs (with their earlier attempts and state documents) that "
         "finished longer ago than --older-than, the rows of workers that stopped "
-        "before then, and the audit records of actions taken before then; each "
-        "schedule's last run is kept."
+        "before then, the groups and workflows that ended before then with no run "
+        "left, and the audit records of actions taken before then; each schedule's "
+        "last run is kept."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -52,9 +53,9 @@ class Command(BaseCommand):
             total += deleted
             if options["verbosity"] > 1:
                 self.stdout.write(f"deleted {deleted} run(s); {total} so far")
-        prune_workers(before=before)
-        audited = prune_audit(before=before, size=size)
+        flows, audited = prune_besides_runs(before=before, size=size)
         self.stdout.write(
             f"deleted {total} run(s) that finished before {before:%Y-%m-%d %H:%M:%S} UTC"
         )
+        self.stdout.write(f"deleted {flows} group(s) and workflow(s) that ended before then")
         self.stdout.write(f"deleted {audited} audit record(s) of actions taken before then")
