@@ -27,7 +27,7 @@ TEMPLATES = sorted((PACKAGE / "templates").rglob("*.html"))
 KNOWN = {
     "templates": [
         "Runs now",
-        "No run failed lately.",
+        "No run failed in the last 24 hours.",
         "Approve revision %(revision)s",
         "Traceback",
         "%(age)s ago",

@@ -82,7 +82,7 @@ class DocsAccess:
 
 
 class SchemaView(DocsAccess, SpectacularAPIView):
-    """The OpenAPI 3 schema: JSON by default, YAML with ``?format=yaml``."""
+    """The OpenAPI 3 schema: JSON by default, YAML with ?format=yaml."""
 
     renderer_classes = [
         OpenApiJsonRenderer,

@@ -42,9 +42,10 @@ else:
     GroupViewSetBase = viewsets.GenericViewSet
 
 
+# The fields describe django_weft.live.projections.group_for's view; the view is its.
 class GroupSerializer(serializers.Serializer[Group]):
-    """A group as the caller may see it (:func:`django_weft.live.projections.group_for`);
-    the fields describe the view for the schema."""
+    """A group of runs: how far its members got, by outcome, and the run its end
+    started; its callbacks with their args for its owner and operators."""
 
     id = serializers.UUIDField(read_only=True)
     name = serializers.CharField(read_only=True)
@@ -74,8 +75,9 @@ class GroupSerializer(serializers.Serializer[Group]):
 
 
 class GroupStartSerializer(serializers.Serializer[Any]):
-    """The body of a group's start, for the schema; checked by
-    :func:`django_weft.operations.parse_group`, which refuses any other key."""
+    """The body of a group's start; any other key is refused with a 400 naming it."""
+
+    # The body itself is read by django_weft.operations.parse_group.
 
     members = serializers.ListField(
         child=serializers.DictField(), help_text="Starts: each {job, args}, as POST runs/ takes."

@@ -79,11 +79,9 @@ else:
     ),
 )
 class ScheduleViewSet(WeftViewSetMixin, ScheduleViewSetBase):
-    """Schedules: every signed-in user may list and read them; see the permissions module.
-
-    Writes are validated by :meth:`Schedule.save` (plan, zone, job and args), the same
-    check the admin and ORM code get.
-    """
+    """Schedules: every signed-in user may list and read them, their own in full, other
+    people's in the guest view. A write is checked as the console's and Python's are
+    (plan, zone, job and args), and refused with a 400 naming the field."""
 
     queryset = Schedule.objects.select_related("owner").order_by("name", "pk")
     permission_classes = API_PERMISSIONS

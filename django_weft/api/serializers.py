@@ -34,11 +34,10 @@ if TYPE_CHECKING:
 _M = TypeVar("_M", bound=models.Model)
 
 
+# The fields describe django_weft.live.projections.guest_run's view; the view is its.
 class RunGuestSerializer(serializers.Serializer[Run]):
-    """A run as anyone allowed to watch sees it (:func:`django_weft.live.projections.guest_run`).
-
-    The fields describe the view for the schema; the view itself is the projection's.
-    """
+    """A run as anyone allowed to watch sees it: its job, phase and times, never its
+    output, result or error, nor the args its job marks private."""
 
     id = serializers.UUIDField(read_only=True)
     job = serializers.CharField(read_only=True)
@@ -76,7 +75,10 @@ class RunGuestSerializer(serializers.Serializer[Run]):
     workflow = serializers.UUIDField(
         read_only=True, allow_null=True, help_text="The workflow the run is a step of."
     )
-    version = serializers.IntegerField(
+    job_version = serializers.IntegerField(
+        read_only=True, help_text="The version of the job's code the run was started for."
+    )
+    revision = serializers.IntegerField(
         read_only=True, help_text="1 when started, one more at every change of the run."
     )
     retry_of = serializers.UUIDField(
@@ -90,9 +92,9 @@ class RunGuestSerializer(serializers.Serializer[Run]):
         return {**projections.guest_run(instance), **retry_links(instance)}
 
 
+# The fields describe django_weft.live.projections.owner_run's view; the view is its.
 class RunOwnerSerializer(RunGuestSerializer):
-    """A run as its owner (or an operator) sees it: everything
-    (:func:`django_weft.live.projections.owner_run`)."""
+    """A run as its owner (or an operator) sees it: everything."""
 
     args = serializers.DictField(read_only=True)
     attempt = serializers.IntegerField(read_only=True)
@@ -133,11 +135,10 @@ class ScheduleGuestSerializer(serializers.ModelSerializer[Schedule]):
 
 class ScheduleOwnerSerializer(ScheduleGuestSerializer):
     """A schedule as its owner (or an operator) sees it, and what a create or edit sends.
+    A refused write is a 400 naming the field, or a 403 naming the permission."""
 
-    Saving goes through :mod:`django_weft.operations` (who may write what, validated
-    against the deployed code); a refusal comes back as a 400 naming the same fields the
-    model names, or a 403 naming the permission.
-    """
+    # Saving goes through django_weft.operations (who may write what, validated against
+    # the deployed code), as the console's and Python's writes do.
 
     owner = serializers.SerializerMethodField()
 
@@ -263,11 +264,12 @@ class RunStartFormSerializer(serializers.Serializer[Any]):
 
 
 class RunStartSerializer(RunStartFormSerializer):
-    """The body of a start, for the schema: the job's name and its args (checked by the
-    job's own serializer), and optionally the run's priority, queue and the moment it
-    may begin. :func:`django_weft.operations.parse_start` refuses any other key, naming
-    it.
-    """
+    """The body of a start: the job's name and its args (checked against the job's own
+    args), and optionally the run's priority, queue and the moment it may begin. Any
+    other key is refused with a 400 naming it."""
+
+    # The body itself is read by django_weft.operations.parse_start, as a socket's start
+    # frame is; this describes it for the schema.
 
     priority = serializers.IntegerField(
         required=False,
@@ -287,8 +289,10 @@ class RunStartSerializer(RunStartFormSerializer):
 
 
 class SignalSerializer(serializers.Serializer[Any]):
-    """The body of a signal, for the schema and the browsable API's form:
-    :func:`django_weft.operations.parse_signal` checks it, refusing any other key."""
+    """The body of a signal; any other key is refused with a 400 naming it."""
+
+    # The body itself is read by django_weft.operations.parse_signal; this describes it
+    # for the schema and the browsable API's form.
 
     name = serializers.CharField(
         max_length=100, help_text="The signal's name, as the run's ctx.wait_for names it."
@@ -307,12 +311,9 @@ class NoBodySerializer(serializers.Serializer[Any]):
 
 
 class RunFilterSerializer(serializers.Serializer[Any]):
-    """The query parameters of the run list; each one given narrows it.
-
-    A parameter that is neither a filter nor one of ``also_allowed`` (the pagination's,
-    the format's) is refused with a 400 naming it: a misspelt filter silently ignored
-    would answer with every run.
-    """
+    """The query parameters of the run list; each one given narrows it. Any other
+    parameter (but the pagination's and the format's) is refused with a 400 naming it:
+    a misspelt filter silently ignored would answer with every run."""
 
     job = serializers.CharField(required=False, help_text="A job name.")
     status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
@@ -359,11 +360,10 @@ class RefusalSerializer(serializers.Serializer[Any]):
 
 
 class RunBulkSerializer(serializers.Serializer[Any]):
-    """The body of a bulk action: exactly one of ``ids`` and ``filter``.
+    """The body of a bulk action: exactly one of ids and filter."""
 
-    It describes the body for the schema; the body itself is read by
-    :func:`django_weft.api.bulk.parse_selection`.
-    """
+    # The body itself is read by django_weft.api.bulk.parse_selection; this describes it
+    # for the schema.
 
     ids = serializers.ListField(
         child=serializers.UUIDField(),
@@ -386,7 +386,10 @@ class BulkReasonSerializer(serializers.Serializer[Any]):
 
 
 class BulkResultSerializer(serializers.Serializer[Any]):
-    """What a bulk action did (:class:`django_weft.operations.BulkResult`)."""
+    """What a bulk action did: how many runs it acted on, and how many it refused, by
+    reason."""
+
+    # django_weft.operations.BulkResult, as the API writes it.
 
     action = serializers.ChoiceField(choices=["retry", "abort", "delete"])
     done = serializers.IntegerField(help_text="Runs retried, aborted or deleted.")

@@ -88,7 +88,7 @@ FORBIDDEN = OpenApiResponse(
     OpenApiTypes.OBJECT, description="Not signed in, or a permission is missing (named)."
 )
 CONFLICT = OpenApiResponse(
-    RefusalSerializer, description="Valid, but refused by the present state; see ``code``."
+    RefusalSerializer, description="Valid, but refused by the present state; its code says why."
 )
 UNAVAILABLE = OpenApiResponse(
     OpenApiTypes.OBJECT,
@@ -219,7 +219,8 @@ class Pagination(LimitOffsetPagination):
 class RunViewSet(
     WeftViewSetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, RunViewSetBase
 ):
-    """Runs: every signed-in user may list and read them; see the permissions module."""
+    """Runs: every signed-in user may list and read them, their own in full, other
+    people's in the guest view (no args the job marks private, no output)."""
 
     queryset = (
         Run.objects.select_related("owner", "schedule", "state")

@@ -44,7 +44,7 @@ else:
 
 
 class StepGroupSerializer(serializers.Serializer[Any]):
-    """How far a group step's members got (for the schema)."""
+    """How far a group step's members got."""
 
     id = serializers.UUIDField(read_only=True)
     total = serializers.IntegerField(read_only=True)
@@ -53,7 +53,7 @@ class StepGroupSerializer(serializers.Serializer[Any]):
 
 
 class WorkflowStepSerializer(serializers.Serializer[WorkflowStep]):
-    """A step as the workflow's view shows it (for the schema)."""
+    """A step of a workflow: its job, what it depends on, its phase and its run."""
 
     name = serializers.CharField(read_only=True)
     job = serializers.CharField(read_only=True)
@@ -75,9 +75,10 @@ class WorkflowStepSerializer(serializers.Serializer[WorkflowStep]):
     error_message = serializers.CharField(read_only=True, help_text="Owner view only.")
 
 
+# The fields describe django_weft.live.projections.workflow_for's view; the view is its.
 class WorkflowSerializer(serializers.Serializer[Workflow]):
-    """A workflow as the caller may see it (:func:`django_weft.live.projections.
-    workflow_for`); the fields describe the view for the schema."""
+    """A workflow: its graph of steps, each step's phase and times, how far it got; its
+    args and its steps' results and errors for those who may see them."""
 
     id = serializers.UUIDField(read_only=True)
     name = serializers.CharField(read_only=True)
@@ -98,8 +99,9 @@ class WorkflowSerializer(serializers.Serializer[Workflow]):
 
 
 class WorkflowStartSerializer(serializers.Serializer[Any]):
-    """The body of a workflow's start, for the schema; checked by
-    :func:`django_weft.operations.parse_workflow`, which refuses any other key."""
+    """The body of a workflow's start; any other key is refused with a 400 naming it."""
+
+    # The body itself is read by django_weft.operations.parse_workflow.
 
     workflow = serializers.CharField(help_text="The name of a workflow defined in code.")
     args = serializers.DictField(required=False, help_text="The workflow's args.")

@@ -7,7 +7,9 @@ done to each run is :func:`django_weft.operations.bulk_for`'s, for the signed-in
 
 Retrying or aborting the ticked rows happens at once, as the abort action always has;
 deleting, and any action on all matching runs, first shows a confirmation page that
-names the count and the filter in words, and posts the same selection back. Either way
+names the count, the filter in words and the newest runs it would touch (as Django's own
+delete confirmation lists its objects), and posts the same selection back. Aborting and
+deleting are styled as Django styles a deletion: they cannot be undone. Either way
 the runs the user may not act on are counted, not judged one by one, and a filter that
 matches more than ``MAX_FILTER_RUNS`` runs is refused naming it (the service layer's).
 """
@@ -21,10 +23,14 @@ from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from django_weft import operations
+from django_weft.console import formatting
 from django_weft.console.refusals import act
+from django_weft.live import projections
 from django_weft.models import Run
 from django_weft.operations.bulk import MAX_FILTER_RUNS
 
@@ -38,6 +44,12 @@ LABELS = {
     "abort": gettext_lazy("Abort selected runs"),
     "delete": gettext_lazy("Delete selected runs"),
 }
+
+#: How many of the runs it would touch a confirmation lists, newest first.
+SHOWN_RUNS = 10
+
+#: The actions that cannot be undone: their button is styled as a deletion's.
+DESTRUCTIVE = {"abort", "delete"}
 
 #: The parameters of the list's address that are not filters.
 NOT_FILTERS = {"o", "p", "q", "_changelist_filters", "_to_field", "_popup"}
@@ -86,12 +98,25 @@ def confirmation(
             count,
         )
     verb = {"retry": gettext("Retry"), "abort": gettext("Abort"), "delete": gettext("Delete")}
+    shown = [
+        {
+            "run": run,
+            "short_id": formatting.short_id(run.pk),
+            "phase": projections.phase(run),
+            "created": formatting.moment(run.created_at, timezone.get_current_timezone()),
+            "url": reverse(f"{page.admin_site.name}:django_weft_run_change", args=[run.pk]),
+        }
+        for run in queryset.order_by("-created_at")[:SHOWN_RUNS]
+    ]
     context: dict[str, Any] = {
         **page.admin_site.each_context(request),
         "opts": page.opts,
         "title": gettext("Are you sure?"),
         "question": question % {"action": verb[action], "count": count},
         "filter_words": words,
+        "shown": shown,
+        "not_shown": count - len(shown),
+        "destructive": action in DESTRUCTIVE,
         "across": across,
         "action_name": f"{action}_action",
         "selected": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),

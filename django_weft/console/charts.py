@@ -37,7 +37,8 @@ def bar_chart(title: str, buckets: Sequence[Bucket], zone: tzinfo) -> SafeString
         failed = bucket.failed_per_minute * scale
         base = HEIGHT
         label = (
-            f"{moment(bucket.start, zone)}: {bucket.finished} finished, {bucket.failed} failed"
+            f"{moment(bucket.start, zone)}: {bucket.finished} done or aborted, "
+            f"{bucket.failed} failed or lost"
             + (f" in {bucket.minutes} minutes" if bucket.minutes > 1 else "")
         )
         bars.append(

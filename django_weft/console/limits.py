@@ -68,6 +68,13 @@ class FlowLimitAdmin(
                 _("%(count)s per %(period)s")
                 % {"count": limit.rate, "period": duration(limit.period)}
             )
+        if limit.fair_share:
+            weighted = ", ".join(f"{key} \u00d7{weight}" for key, weight in limit.weights.items())
+            parts.append(
+                _("fair share between keys (%(weights)s)") % {"weights": weighted}
+                if weighted
+                else _("fair share between keys")
+            )
         return ", ".join(parts)
 
     @admin.display(description=gettext_lazy("in use"))

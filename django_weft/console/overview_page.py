@@ -1,5 +1,5 @@
 """The overview page: the queues, the workers, the charts, the coming fires and the
-latest failures, listed on the admin index and live over the runs socket.
+failures of the day by error, listed on the admin index and live over the runs socket.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any
 from urllib.parse import urlencode
 
-from django.utils.safestring import mark_safe
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from django_weft import access
@@ -23,9 +23,9 @@ from django_weft.console.ansi import to_html
 from django_weft.console.charts import bar_chart
 from django_weft.console.formatting import (
     duration,
+    length_html,
     moment,
     pretty_json,
-    run_length,
     short_id,
     zone_name,
 )
@@ -38,6 +38,7 @@ from django_weft.console.history import (
 )
 from django_weft.console.overview import read_overview
 from django_weft.engine.limits.reasons import Hold, holds
+from django_weft.jobs.output import output_in
 from django_weft.live import projections
 from django_weft.models import Attempt, Group, Run, RunStatus
 from django_weft.timing.durations import PERCENTILES
@@ -96,6 +97,9 @@ def overview_context(
         # A coming fire is printed in this zone; in its schedule's own too if that differs.
         "zone_name": zone_name(zone),
         "can_pause": user.has_perm(access.PAUSE_QUEUE),
+        # A queue without a limit of its own links to a new one's form for those who
+        # may add it (the form's save is the service layer's check).
+        "can_limit": user.has_perm(access.ADD_LIMIT),
     }
 
 
@@ -124,11 +128,15 @@ class AttemptView:
     status: str
     started: str
     ended: str
-    length: str
+    #: HTML: a span that ticks while the attempt runs (:func:`formatting.length_html`).
+    length: SafeString
     worker: str
     error_type: str
     error_message: str
     error_traceback: str
+    #: HTML of the output an earlier attempt left; None for the latest, whose output is
+    #: the run's own (shown above the attempts).
+    output_html: SafeString | None = None
 
 
 def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, Any]:
@@ -148,7 +156,7 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
             (_("started"), moment(run.started_at, zone)),
             (_("finished"), moment(run.finished_at, zone)),
         ],
-        "length": duration(run_length(run.started_at, run.finished_at, now)),
+        "length": length_html(run.started_at, run.finished_at, now),
         "may_abort": not run.is_finished and access.may_abort_run(user, run),
         "may_signal": not run.is_finished and access.may_signal_run(user, run),
         # Why a waiting run waits shows to a guest too, as the socket's frames say it.
@@ -175,8 +183,13 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
         context["times"].append((_("abort requested"), moment(run.abort_requested_at, zone)))
     if run.retry_at is not None:
         context["times"].append((_("retry not before"), moment(run.retry_at, zone)))
+    earlier: list[Attempt] = list(run.attempts.select_related("worker").order_by("number"))
+    if earlier and earlier[0].started_at is not None:
+        # A retried run's time from its first attempt's start: its latest attempt's alone
+        # (the duration above) says little of how long the run took.
+        context["total_length"] = length_html(earlier[0].started_at, run.finished_at, now)
     state = run.state.data if run.state is not None else None
-    output = state.get("output") if isinstance(state, dict) else None
+    output = output_in(state)
     rest = (
         {key: value for key, value in state.items() if key != "output"}
         if isinstance(state, dict)
@@ -184,13 +197,13 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
     )
     context |= {
         # to_html escapes every character of the output it does not turn into a span.
-        "output_html": mark_safe(to_html(output)) if isinstance(output, str) else None,
-        "has_output": isinstance(output, str),
+        "output_html": mark_safe(to_html(output)) if output is not None else None,
+        "has_output": output is not None,
         "has_state": run.state is not None,
         "state_json": pretty_json(rest) if rest not in (None, {}) else None,
         "state_revision": run.state.revision if run.state is not None else None,
         "result_json": pretty_json(run.result) if run.status == "done" else None,
-        "attempts": attempts(run, now, zone),
+        "attempts": attempts(run, earlier, now, zone),
         "steps": steps(run, zone),
     }
     return context
@@ -240,20 +253,21 @@ def steps(run: Run, zone: tzinfo) -> list[StepView]:
     ]
 
 
-def attempts(run: Run, now: datetime, zone: tzinfo) -> list[AttemptView]:
-    """The run's attempts, earlier ones from :class:`Attempt`, the latest from the run."""
-    earlier: list[Attempt] = list(run.attempts.select_related("worker").order_by("number"))
+def attempts(run: Run, earlier: list[Attempt], now: datetime, zone: tzinfo) -> list[AttemptView]:
+    """The run's attempts, ``earlier`` ones (its :class:`Attempt` rows, in order), then the
+    latest from the run."""
     views = [
         AttemptView(
             number=attempt.number,
             status=str(attempt.status),
             started=moment(attempt.started_at, zone),
             ended=moment(attempt.ended_at, zone),
-            length=duration(run_length(attempt.started_at, attempt.ended_at, now)),
+            length=length_html(attempt.started_at, attempt.ended_at, now),
             worker=str(attempt.worker) if attempt.worker is not None else "-",
             error_type=attempt.error_type,
             error_message=attempt.error_message,
             error_traceback=attempt.error_traceback,
+            output_html=mark_safe(to_html(attempt.output)) if attempt.output else None,
         )
         for attempt in earlier
     ]
@@ -264,7 +278,7 @@ def attempts(run: Run, now: datetime, zone: tzinfo) -> list[AttemptView]:
                 status=str(run.status),
                 started=moment(run.started_at, zone),
                 ended=moment(run.finished_at, zone),
-                length=duration(run_length(run.started_at, run.finished_at, now)),
+                length=length_html(run.started_at, run.finished_at, now),
                 worker=str(run.worker) if run.worker is not None else "-",
                 error_type=run.error_type,
                 error_message=run.error_message,

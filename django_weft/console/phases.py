@@ -25,14 +25,8 @@ BLOCKED = "blocked"
 
 def blocked() -> Q:
     """Whether a run is blocked: queued, and its job version not deployed here."""
-    versions = (
-        Run.objects.filter(status=RunStatus.QUEUED)
-        .order_by()
-        .values_list("job", "job_version")
-        .distinct()
-    )
     missing = Q(pk__in=[])
-    for job, version in versions:
+    for job, version in Run.objects.queued_job_versions():
         if registry.deployed(job, version) is None:
             missing |= Q(job=job, job_version=version)
     return Q(status=RunStatus.QUEUED) & missing

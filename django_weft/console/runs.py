@@ -28,6 +28,7 @@ from django.utils.translation import gettext_lazy
 from django_weft import operations
 from django_weft.console import bulk_actions, formatting, pages, visibility
 from django_weft.console.counting import EstimatedCountPaginator
+from django_weft.console.failures import ErrorFilter
 from django_weft.console.phases import PhaseFilter
 from django_weft.console.refusals import act
 from django_weft.console.run_filters import JobFilter, QueueFilter
@@ -51,7 +52,7 @@ class RunAdmin(RunAdminBase):
     # No filter or drill-down reads the run table to list its choices, and no count
     # reads it whole (docs/benchmarks.md: ten million runs): the jobs and queues come from
     # the code and the history, the dates are ranges, the count is estimated.
-    list_filter = [PhaseFilter, JobFilter, QueueFilter, "owner", "created_at"]
+    list_filter = [PhaseFilter, JobFilter, QueueFilter, ErrorFilter, "owner", "created_at"]
     list_select_related = ["owner", "schedule"]
     search_fields = [*visibility.PUBLIC_RUN_SEARCH, *visibility.PRIVATE_RUN_SEARCH]
     actions = ["retry_action", "abort_action", "delete_action"]
@@ -126,9 +127,9 @@ class RunAdmin(RunAdminBase):
     @admin.display(description=gettext_lazy("duration"))
     def length(self, run: Run) -> str:
         """How long the run ran, or has run so far: to the process's one clock (a driven
-        clock gives every row the same now; the machine's, rows microseconds apart)."""
-        length = formatting.run_length(run.started_at, run.finished_at, clocks.now())
-        return formatting.duration(length)
+        clock gives every row the same now; the machine's, rows microseconds apart),
+        ticking on in the browser while it runs."""
+        return formatting.length_html(run.started_at, run.finished_at, clocks.now())
 
     def change_view(
         self,

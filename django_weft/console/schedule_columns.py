@@ -35,7 +35,7 @@ class ScheduleColumns:
 
     @admin.display(description=gettext_lazy("plan"))
     def plan(self, schedule: Schedule) -> str:
-        return plan_words(schedule)
+        return formatting.unbroken_dates(plan_words(schedule))
 
     @admin.display(description=gettext_lazy("state"))
     def state(self, schedule: Schedule) -> str:
@@ -58,7 +58,11 @@ class ScheduleColumns:
             return state
         day, time = moment_words(schedule.next_due).split(" ", 1)
         return format_html(
-            "<span class='nowrap'>{}</span> <span class='nowrap'>{}</span>", day, time
+            "<span class='nowrap'>{}</span> <span class='nowrap'>{}</span> "
+            "<span class='nowrap weft-quiet'>{}</span>",
+            day,
+            time,
+            formatting.relative_html(schedule.next_due, clocks.now()),
         )
 
     @admin.display(description=gettext_lazy("last due"))
@@ -158,5 +162,11 @@ def parked_reason(schedule: Schedule) -> str:
 
 
 def _moment(schedule: Schedule, moment: datetime | None) -> str:
-    """To the second, in UTC and on the schedule's wall clock."""
-    return moment_words(moment, schedule.timezone) if moment else "-"
+    """To the second, in UTC and on the schedule's wall clock, and how long ago."""
+    if moment is None:
+        return "-"
+    return format_html(
+        "{} <span class='weft-quiet'>{}</span>",
+        moment_words(moment, schedule.timezone),
+        formatting.relative_html(moment, clocks.now()),
+    )

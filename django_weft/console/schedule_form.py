@@ -26,6 +26,7 @@ from django.utils.translation import gettext_lazy
 from rest_framework import serializers
 
 from django_weft.console import formatting
+from django_weft.engine.flows.group_steps import GATHER
 from django_weft.engine.schedules.saving import validate_job_args
 from django_weft.exceptions import UnknownJob
 from django_weft.jobs.registry import Job, NoArgs, registry
@@ -59,8 +60,9 @@ class DatalistInput(forms.TextInput):
 
 
 def job_options() -> list[tuple[str, str]]:
-    """The registered jobs, each with the first line of its docstring."""
-    return [(job.name, _first_line(job.func.__doc__)) for job in registry]
+    """The registered jobs, each with the first line of its docstring; not ``weft.gather``,
+    which only a workflow's group step runs (started on its own it fails, saying so)."""
+    return [(job.name, _first_line(job.func.__doc__)) for job in registry if job.name != GATHER]
 
 
 @functools.cache

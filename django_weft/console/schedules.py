@@ -30,7 +30,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from django_weft import access, operations
-from django_weft.console import refusals, visibility
+from django_weft.console import refusals, schedule_layout, visibility
 from django_weft.console.audit import HistoryFromOperations
 from django_weft.console.plan_preview import fires_preview, invalid_preview
 from django_weft.console.refusals import act
@@ -88,38 +88,15 @@ class ScheduleAdmin(
         "last_ended_at",
         *sorted(SCHEDULER_FIELDS - {"armed", "buffered_due"}),
     ]
-    fieldsets = [
-        (None, {"fields": ["name", "job", "args", "enabled", "owner", "parked_because"]}),
-        (
-            gettext_lazy("When"),
-            {"fields": ["plan", "cron", "timezone", "every", "at", "next_fires"]},
-        ),
-        (
-            gettext_lazy("Policies"),
-            {"fields": ["catch_up", "catch_up_window", "grace", "overlap", "on_gap", "on_fold"]},
-        ),
-        (
-            gettext_lazy("Last run"),
-            {
-                "fields": [
-                    "state",
-                    "next_due_at",
-                    "last_status",
-                    "last_due_at",
-                    "last_started_at",
-                    "last_ended_at",
-                    "last_error_type",
-                    "last_error_message",
-                    "last_run",
-                    "missed",
-                    "recent_runs",
-                ]
-            },
-        ),
-    ]
+
+    def get_fieldsets(
+        self, request: HttpRequest, obj: Schedule | None = None
+    ) -> schedule_layout.Fieldsets:
+        return schedule_layout.fieldsets(obj)
 
     class Media:
         css = {"all": ["django_weft/console.css", "django_weft/schedule.css"]}
+        js = ["django_weft/console.js"]  # how far off the next due is, ticking
 
     # -- the page's endpoints ---------------------------------------------------------------
 

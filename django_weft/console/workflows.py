@@ -74,6 +74,7 @@ class WorkflowAdmin(FlowPage, WorkflowAdminBase):
 
     class Media:
         css = {"all": ["django_weft/console.css"]}
+        js = ["django_weft/console.js"]  # the running steps' durations tick
 
     def get_urls(self) -> list[URLPattern]:
         wrap = self.admin_site.admin_view
@@ -133,9 +134,7 @@ class WorkflowAdmin(FlowPage, WorkflowAdminBase):
                 "<a href='{}'><code>{}</code></a> {}",
                 reverse("admin:django_weft_run_change", args=[run.pk]),
                 formatting.short_id(run.pk),
-                formatting.duration(
-                    formatting.run_length(run.started_at, run.finished_at, clocks.now())
-                ),
+                formatting.length_html(run.started_at, run.finished_at, clocks.now()),
             )
             if run is not None
             else "-"

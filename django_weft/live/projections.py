@@ -54,7 +54,8 @@ GUEST_RUN_KEYS = (
     "wake_at",
     "group",
     "workflow",
-    "version",
+    "job_version",
+    "revision",
 )
 OWNER_RUN_KEYS = (
     *GUEST_RUN_KEYS,
@@ -114,9 +115,12 @@ def guest_run(run: Run) -> dict[str, Any]:
         "group": str(run.group_id) if run.group_id is not None else None,
         # The workflow the run is a step of: its graph is no secret either.
         "workflow": str(run.workflow_id) if run.workflow_id is not None else None,
+        # The version of the job's code the run was started for (a queued run whose
+        # version no worker deploys is blocked).
+        "job_version": run.job_version,
         # Frames of one run may arrive out of order (two processes publish it): the
-        # client keeps the one with the highest version.
-        "version": run.version,
+        # client keeps the one with the highest revision (the row's change counter).
+        "revision": run.version,
     }
 
 

@@ -4,7 +4,9 @@ Prometheus may scrape every 5 seconds, with 10,000,000 finished runs stored, so 
 here reads finished runs. Each query is bounded by what is *unfinished* or *alive*, and
 each walks an index (tests/observe/test_gauges.py reads PostgreSQL's plans):
 
-- queued runs, grouped by queue, for the depth and the oldest wait: the rows of the
+- queued runs, grouped by queue, job and version, for the depth, the blocked runs (of a
+  job or version this code does not define: no worker of it claims them, so they are
+  left out of the oldest wait) and the oldest wait: the rows of the
   partial indexes over queued runs (the claim's ``weft_run_claim`` among them), so its
   cost grows with the backlog, never with the history;
 - running runs, grouped by job: at most the workers' concurrency;
@@ -22,16 +24,16 @@ counts its own events (:mod:`django_weft.observe.metrics`).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import BooleanField, Count, ExpressionWrapper, Min, Q, QuerySet, Value
-from django.db.models.expressions import RawSQL
+from django.db.models import Count, Min, Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 
 from django_weft.conf import weft_settings
-from django_weft.engine.limits.budget import Budget
+from django_weft.engine.limits.budget import LIMITING, Budget, left_in
 from django_weft.jobs.registry import registry
 from django_weft.models import FlowLimit, PausedQueue, Run, RunStatus, WorkerProcess
 
@@ -49,6 +51,9 @@ class QueueState:
     paused: bool
     #: Queued runs a flow limit holds back now (in ``depth``, not in ``oldest_wait``).
     held: int = 0
+    #: Queued runs of a job or version not deployed here (in ``depth``, not in
+    #: ``oldest_wait``): they wait for a deploy, not for a worker.
+    blocked: int = 0
 
 
 @dataclass(frozen=True)
@@ -77,13 +82,14 @@ class Snapshot:
 
 
 def queued_by_queue(now: datetime, free: Budget | None = None) -> QuerySet[Any, Any]:
-    """Per queue: its queued runs (``depth``), those the flow limits of ``free`` hold
-    back now (``held``), and when its longest-waiting claimable run that no limit holds
-    became claimable (``ready_since``, None when none is claimable yet)."""
+    """Per queue, job and job version: its queued runs (``depth``), those the flow
+    limits of ``free`` hold back now (``held``), and when its longest-waiting claimable
+    run that no limit holds became claimable (``ready_since``, None when none is
+    claimable yet)."""
     claimable = Q(retry_at__isnull=True) | Q(retry_at__lte=now)
     exclusions, params = free.exclusions() if free is not None else ("", [])
     if exclusions:
-        unheld: Any = ExpressionWrapper(RawSQL(exclusions, params), output_field=BooleanField())
+        unheld = left_in(exclusions, params)
         held: Any = Count("pk", filter=~Q(unheld))
         claimable &= Q(unheld)
     else:
@@ -91,7 +97,7 @@ def queued_by_queue(now: datetime, free: Budget | None = None) -> QuerySet[Any, 
     return (
         Run.objects.filter(status=RunStatus.QUEUED)
         .order_by()
-        .values("queue")
+        .values("queue", "job", "job_version")
         .annotate(
             depth=Count("pk"),
             held=held,
@@ -123,24 +129,34 @@ def snapshot(now: datetime) -> Snapshot:
     when it holds no run: a gauge that vanishes when its queue drains reads as no data.
     """
     paused = set(PausedQueue.objects.values_list("queue", flat=True))
-    limits = list(FlowLimit.objects.order_by("name"))
+    limits = list(FlowLimit.objects.filter(LIMITING).order_by("name"))
     budget = Budget.counted(limits, now) if limits else None
-    found: dict[str, dict[str, Any]] = {row["queue"]: row for row in queued_by_queue(now, budget)}
-    names = sorted({job.queue for job in registry} | paused | set(found))
-    queues = []
-    for name in names:
-        row = found.get(name, {})
-        ready_since: datetime | None = row.get("ready_since")
-        wait = 0.0 if ready_since is None else (now - ready_since).total_seconds()
-        queues.append(
-            QueueState(
-                queue=name,
-                depth=int(row.get("depth", 0)),
-                oldest_wait=max(0.0, wait),
-                paused=name in paused,
-                held=int(row.get("held", 0)),
-            )
+    depth: Counter[str] = Counter()
+    held: Counter[str] = Counter()
+    blocked: Counter[str] = Counter()
+    ready_since: dict[str, datetime] = {}
+    for row in queued_by_queue(now, budget):
+        queue = row["queue"]
+        depth[queue] += row["depth"]
+        held[queue] += row["held"]
+        if registry.deployed(row["job"], row["job_version"]) is None:
+            blocked[queue] += row["depth"]
+        elif row["ready_since"] is not None:
+            ready_since[queue] = min(row["ready_since"], ready_since.get(queue, row["ready_since"]))
+    names = sorted({job.queue for job in registry} | paused | set(depth))
+    queues = [
+        QueueState(
+            queue=name,
+            depth=depth[name],
+            oldest_wait=max(0.0, (now - ready_since[name]).total_seconds())
+            if name in ready_since
+            else 0.0,
+            paused=name in paused,
+            held=held[name],
+            blocked=blocked[name],
         )
+        for name in names
+    ]
     return Snapshot(
         queues=queues,
         running=counted_by_job(RunStatus.RUNNING),

@@ -176,11 +176,18 @@ def _gauges(snapshot: gauges.Snapshot) -> Iterator[Metric]:
         "Queued runs a flow limit holds back now (left out of the oldest wait).",
         labels=["queue"],
     )
+    blocked = GaugeMetricFamily(
+        "weft_queue_blocked_runs",
+        "Queued runs of a job or version the code of this process does not define (left "
+        "out of the oldest wait): they wait for a deploy.",
+        labels=["queue"],
+    )
     for queue in snapshot.queues:
         depth.add_metric([queue.queue], queue.depth)
         wait.add_metric([queue.queue], queue.oldest_wait)
         paused.add_metric([queue.queue], 1 if queue.paused else 0)
         held.add_metric([queue.queue], queue.held)
+        blocked.add_metric([queue.queue], queue.blocked)
     running = GaugeMetricFamily("weft_runs_running", "Running runs, by job.", labels=["job"])
     for job, count in sorted(snapshot.running.items()):
         running.add_metric([job], count)
@@ -195,7 +202,7 @@ def _gauges(snapshot: gauges.Snapshot) -> Iterator[Metric]:
     )
     for job, count in sorted(snapshot.waiting.items()):
         waiting.add_metric([job], count)
-    yield from (depth, wait, paused, held, running, waiting, workers)
+    yield from (depth, wait, paused, held, blocked, running, waiting, workers)
     yield from _limit_gauges(snapshot.limits)
 
 

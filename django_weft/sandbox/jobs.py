@@ -30,6 +30,10 @@ from django_weft.sandbox.runner import Layers, run_call
 IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
+#: The default args of a stored module's call: none.
+NO_ARGS: Any = list
+
+
 class ModuleArgs(serializers.Serializer[Any]):
     module = serializers.CharField(max_length=200)
     method = serializers.RegexField(
@@ -38,8 +42,9 @@ class ModuleArgs(serializers.Serializer[Any]):
         default=DEFAULT_METHOD,
         error_messages={"invalid": 'A method is a name that starts with a letter, e.g. "run".'},
     )
-    # The stubs allow only mappings as a JSONField's default; a list is JSON too.
-    args = serializers.JSONField(required=False, default=list)  # type: ignore[arg-type]
+    # A list is JSON too, though djangorestframework-stubs before 3.18.2 allow only
+    # mappings as a JSONField's default: typed Any, it suits the stubs before and after.
+    args = serializers.JSONField(required=False, default=NO_ARGS)
 
     def validate_module(self, value: str) -> str:
         """A stored module with an approved revision that the start's owner may use."""

@@ -25,5 +25,11 @@ def weft_age(value: datetime | None, now: datetime) -> str:
 
 
 @register.filter
+def weft_relative(value: datetime | None, now: datetime) -> str:
+    """``in 42 min 05 s`` or ``3 min 05 s ago`` from ``now``, ticking on in the page."""
+    return formatting.relative_html(value, now)
+
+
+@register.filter
 def weft_short_id(value: object) -> str:
     return formatting.short_id(value)

@@ -10,14 +10,14 @@ from __future__ import annotations
 import operator
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import NamedTuple, Protocol
 
 from django_weft.timing.cron import CronError, CronPlan, Fire, zone_from_name
 from django_weft.timing.plans import Plan
-from django_weft.timing.wording import dst_note
+from django_weft.timing.wording import clock_change_note, dst_note
 
 _DURATION = re.compile(r"([0-9]+)([wdhms])")
 _UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
@@ -138,7 +138,8 @@ class PreviewLine(NamedTuple):
 def preview(
     since: datetime, period: timedelta, schedules: Iterable[PlannedRow]
 ) -> list[PreviewLine]:
-    """Every fire in ``(since, since + period]`` in time order; DST-moved ones are marked.
+    """Every fire in ``(since, since + period]`` in time order; DST-moved ones are marked,
+    and so is each cron schedule's first fire on a day its zone's clocks change.
 
     An armed interval keeps its grid; a one-off that is overdue and has not run is
     shown at ``since``, when a worker started then would fire it. Schedules that share
@@ -190,17 +191,28 @@ def preview(
 
 def _cron_slots(plan: CronPlan, since: datetime, until: datetime) -> list[tuple[Fire, str, str]]:
     """A cron plan's fires and skipped slots, each with its DST mark and wall-clock time."""
-    return [_cron_slot(plan, fire) for fire in plan.fires(since, until, include_skipped=True)]
+    return list(_marked(plan, plan.fires(since, until, include_skipped=True)))
 
 
-def _cron_slot(plan: CronPlan, fire: Fire) -> tuple[Fire, str, str]:
-    if fire.note in ("", "repeated"):
-        # The wall time that matched is the wall-clock time of the fire: no conversion.
-        reading = fire.wall.replace(tzinfo=plan.zone, fold=fire.note == "repeated")
-        local = f"{fire.wall.isoformat(' ', 'minutes')} {reading.tzname()}"
-    else:
-        local = _local(fire.due, plan.zone.key)
-    return fire, dst_note(fire), local
+def _marked(plan: CronPlan, fires: Iterable[Fire]) -> Iterator[tuple[Fire, str, str]]:
+    """Each fire with its wall-clock time and its mark: what a daylight-saving change did
+    to it, or, for the first fire of a day of a clock change that the change left alone,
+    that the clocks change that day (an hourly plan's day is marked once, not 24 times)."""
+    marked_day: date | None = None
+    for fire in fires:
+        if fire.note in ("", "repeated"):
+            # The wall time that matched is the wall-clock time of the fire: no conversion.
+            reading = fire.wall.replace(tzinfo=plan.zone, fold=fire.note == "repeated")
+            local = f"{fire.wall.isoformat(' ', 'minutes')} {reading.tzname()}"
+        else:
+            local = _local(fire.due, plan.zone.key)
+        mark = dst_note(fire)
+        day = fire.due.astimezone(plan.zone).date()
+        if not mark and day != marked_day:
+            mark = clock_change_note(fire.due, plan.zone)
+        if mark:
+            marked_day = day
+        yield fire, mark, local
 
 
 #: Later than any slot a plan can name: "as far as the plan goes".
@@ -224,10 +236,7 @@ def upcoming(row: PlannedRow, since: datetime, count: int) -> list[PreviewLine]:
         plan = row.plan(since)
         slots: Iterable[tuple[Fire, str, str]]
         if isinstance(plan, CronPlan):
-            slots = (
-                _cron_slot(plan, fire)
-                for fire in plan.fires(since, _END_OF_TIME, include_skipped=True)
-            )
+            slots = _marked(plan, plan.fires(since, _END_OF_TIME, include_skipped=True))
         else:
             slots = ((fire, "", _local(fire.due, zone)) for fire in plan.fires(since, _END_OF_TIME))
         for fire, mark, local in slots:

@@ -3,12 +3,17 @@
 Pure functions of their inputs (no clock, no database). :func:`describe` says a cron
 plan in a short phrase ("07:00 every day, America/Toronto"); :func:`dst_note` says
 what a daylight-saving change did to a fire ("DST fold: 01:30 happens twice, second
-run"). Each is the one place its words are made, so every screen says the same.
+run"), and :func:`clock_change_note` that a fire's day is one of a clock change ("DST
+day: clocks change from EST to EDT"). Each is the one place its words are made, so
+every screen says the same.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from django_weft.timing.cron import Fire
 from django_weft.timing.cronfields import CronFields, DayRule, parse
@@ -42,6 +47,25 @@ def dst_note(fire: Fire) -> str:
     if not fire.note:
         return ""
     return _NOTES[fire.note].format(wall=f"{fire.wall:%H:%M}")
+
+
+def clock_change_note(moment: datetime, zone: ZoneInfo) -> str:
+    """ "DST day: clocks change from EST to EDT" when ``zone``'s clocks change on the day
+    ``moment`` falls on there (between its wall-clock midnights), else "".
+
+    A fire the change did not move still falls at another UTC time than the day before
+    (07:00 EST is 12:00 UTC, 07:00 EDT 11:00), which is what an operator checks on such a
+    day."""
+    return _clock_change(moment.astimezone(zone).date(), zone)
+
+
+@functools.lru_cache(maxsize=1024)
+def _clock_change(day: date, zone: ZoneInfo) -> str:
+    start = datetime.combine(day, time(), zone)
+    end = start + timedelta(days=1)  # the next wall-clock midnight
+    if start.utcoffset() == end.utcoffset():
+        return ""
+    return f"DST day: clocks change from {start.tzname()} to {end.tzname()}"
 
 
 def describe(expression: str, zone: str) -> str:

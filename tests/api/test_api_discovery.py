@@ -143,6 +143,34 @@ def test_api_schema_is_json_by_default_with_the_package_title_and_version(
     assert "django-weft.json" in response["Content-Disposition"]
 
 
+#: Marks of the code's own docstrings, which a reader of the API pages cannot follow.
+CODE_WORDS = re.compile(r":(func|class|meth|mod|data|attr):|``|permissions module|for the schema")
+
+
+def descriptions(node: Any, where: str = "") -> list[tuple[str, str]]:
+    """Every ``description`` of the schema, with where it is."""
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "description" and isinstance(value, str):
+                found.append((where, value))
+            else:
+                found += descriptions(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += descriptions(value, f"{where}/{index}")
+    return found
+
+
+def test_api_schema_speaks_to_the_api_user_not_of_the_code() -> None:
+    """The words Swagger UI and Redoc show are written for a caller of the API: none names
+    a Python function, class or module, or says what a serializer is for."""
+    schema = reader().get(SCHEMA).json()
+    found = descriptions(schema)
+    assert len(found) > 30
+    assert [f"{where}: {text}" for where, text in found if CODE_WORDS.search(text)] == []
+
+
 def test_api_schema_is_yaml_when_asked() -> None:
     client = reader()
     for response in (

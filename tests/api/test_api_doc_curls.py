@@ -19,6 +19,7 @@ import pytest
 
 from tests.example_server import example_server
 from tests.patience import EVENTUALLY
+from tests.processes import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
 
@@ -27,11 +28,18 @@ API_DOC = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
 PREFIX = "api/"
 
 
-def curls() -> list[list[str]]:
-    """Each ``curl`` of docs/api.md, as argv, in the page's order."""
-    blocks = re.findall(r"^```sh\n(.*?)^```$", API_DOC, re.M | re.S)
+def curls(page: str = API_DOC) -> list[list[str]]:
+    """Each ``curl`` of a page of the docs (docs/api.md), as argv, in the page's order."""
+    blocks = re.findall(r"^```sh\n(.*?)^```$", page, re.M | re.S)
     lines = [line for block in blocks for line in block.replace("\\\n", " ").splitlines()]
     return [shlex.split(line) for line in lines if line.startswith("curl ")]
+
+
+def tutorial_curl() -> list[str]:
+    """The ``curl`` of docs/tutorial.md that starts a run of ``shell.run``."""
+    tutorial = (ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8")
+    (found,) = [argv for argv in curls(tutorial) if "shell.run" in " ".join(argv)]
+    return found
 
 
 def send(argv: list[str], base: str) -> tuple[int, dict[str, object]]:
@@ -59,13 +67,26 @@ def test_api_doc_names_one_prefix() -> None:
 
 
 def test_api_doc_curls_work_as_written_in_order(tmp_path: Path) -> None:
-    """The run ``curl`` answers 201 with a run of the job it names, and again 200 with the
-    same run (its idempotency key); the bulk ``curl`` lines answer 200 with what they did
-    and refused (the example id names no run); the signal ``curl`` reaches its endpoint,
-    which finds no run of the example id (404); the schedule ``curl`` answers 201 with the
-    schedule, owned by the caller."""
+    """The run ``curl`` answers 409 while the tutorial's run of the job is unfinished,
+    with the words the page quotes; once that run is aborted, 201 with a run of the job
+    it names, and again 200 with the same run (its idempotency key); the bulk ``curl``
+    lines answer 200 with what they did and refused (the example id names no run); the
+    signal ``curl`` reaches its endpoint, which finds no run of the example id (404); the
+    schedule ``curl`` answers 201 with the schedule, owned by the caller."""
     start_run, bulk_retry, bulk_delete, signal, create_schedule = curls()
     with example_server(tmp_path / "example.sqlite3") as base:
+        status, tutorial = send(tutorial_curl(), base)
+        assert status == 201, tutorial
+        status, refused = send(start_run, base)
+        assert (status, refused["code"]) == (409, "concurrency_limit"), refused
+        assert json.dumps(refused["detail"]) in " ".join(API_DOC.split())
+        address = f"http://127.0.0.1:8000/api/runs/{tutorial['id']}/"
+        status, _ = send(["curl", "-u", "owner:owner", "-X", "POST", f"{address}abort/"], base)
+        assert status == 202
+        wait_for(
+            lambda: send(["curl", "-u", "owner:owner", address], base)[1]["finished_at"],
+            what="the tutorial's run to end aborted",
+        )
         status, run = send(start_run, base)
         assert status == 201, run
         assert (run["job"], run["owner"]) == ("shell.run", "owner"), run

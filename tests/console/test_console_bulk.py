@@ -192,3 +192,27 @@ def test_all_matching_judges_only_the_runs_the_user_may_act_on(owner: Any, other
     assert savepoints(captured) < 29
     assert Run.objects.count() == 29
     assert not Run.objects.filter(owner=owner).exists()
+
+
+def test_confirmation_lists_the_newest_runs_and_counts_the_rest(root: Any) -> None:
+    """Twelve matching runs: the confirmation lists the ten newest, each linked to its
+    page, and says two more; retry keeps the admin's plain button, abort and delete take
+    Django's red of a deletion."""
+    runs = [failed(root) for _ in range(12)]
+    for age, run in enumerate(reversed(runs)):
+        Run.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(minutes=age))
+    client = client_of(root)
+    url = f"{RUNS}?phase=failed"
+    page = act(client, "retry_action", runs[:1], url, index="0", select_across="1")
+    text = page.content.decode()
+    for run in runs[2:]:
+        assert f'href="{RUNS}{run.pk}/change/"' in text
+    for run in runs[:2]:
+        assert f'href="{RUNS}{run.pk}/change/"' not in text
+    assert "and 2 more runs" in text
+    assert "weft-bulk-undoable" in text
+    deleting = act(client, "delete_action", runs[:3], index="0").content.decode()
+    assert "more run" not in deleting
+    assert "delete-confirmation" in deleting
+    assert "weft-bulk-undoable" not in deleting
+    assert Run.objects.count() == 12

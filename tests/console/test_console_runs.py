@@ -138,11 +138,14 @@ def test_console_overview_shows_every_figure(viewer: Any) -> None:
     assert response.status_code == 200
     page = response.content.decode()
     overview = response.context["overview"]
-    assert overview.unfinished == {"queued": 1, "blocked": 0, "running": 1}
+    assert overview.unfinished == {"queued": 1, "blocked": 0, "running": 1, "waiting": 0}
     assert overview.history.outcomes["done"] == 1
     assert overview.history.outcomes["failed"] == 1
     (chart,) = response.context["charts"]
     assert (chart["finished"], chart["failed"]) == (1, 1)
+    # "finished" means ended, as on the cards: the chart names its two halves.
+    assert "1 done or aborted, 1 failed or lost" in page
+    assert ": 0 done or aborted, 0 failed or lost" in page
     day = client_of(viewer).get(OVERVIEW, {"range": "24h"}).context["overview"].history
     assert (day.outcomes["done"], day.outcomes["failed"]) == (2, 1)
     # Every queue a registered job names is listed (the test jobs' "cpu" among them).
@@ -164,8 +167,8 @@ def test_console_overview_shows_every_figure(viewer: Any) -> None:
     assert "Pause</button>" not in page, "view_run alone may not pause: no button"
 
 
-def test_console_overview_reads_in_ten_queries(django_assert_num_queries: Any) -> None:
-    """The figures cost ten queries whatever the number of runs, queues and workers (once
+def test_console_overview_reads_in_eleven_queries(django_assert_num_queries: Any) -> None:
+    """The figures cost eleven queries whatever the number of runs, queues and workers (once
     the history is counted; before, the summary rows are not asked for)."""
     worker = WorkerProcess.objects.create(
         hostname="w", pid=1, started_at=timezone.now(), last_beat=timezone.now()
@@ -177,7 +180,7 @@ def test_console_overview_reads_in_ten_queries(django_assert_num_queries: Any) -
         Run.objects.filter(pk=started.pk).update(status=RunStatus.RUNNING, worker=worker)
     while tally(timezone.now()):
         pass
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(11):
         overview = read_overview(timezone.now(), "24h", "queue")
     # The last one, 50 * 29 minutes ago, is over a day old.
     assert sum(series.finished for series in overview.history.series) == 29
@@ -186,10 +189,24 @@ def test_console_overview_reads_in_ten_queries(django_assert_num_queries: Any) -
 
 
 def test_console_overview_counts_runs_of_undeployed_versions_as_blocked(viewer: Any) -> None:
-    run = start(noop)
-    Run.objects.filter(pk=run.pk).update(job_version=99)
+    """A blocked run is in the blocked card and beside its queue's queued runs, linked to
+    the list of them, and not the queue's oldest queued run; a waiting run (asleep) is
+    in a card of its own, in no queue's line: the cards and the table agree."""
+    blocked = start(noop)
+    Run.objects.filter(pk=blocked.pk).update(
+        job_version=99, created_at=timezone.now() - timedelta(hours=1)
+    )
+    queued = start(noop)
+    asleep = start(noop)
+    Run.objects.filter(pk=asleep.pk).update(status=RunStatus.WAITING)
     overview = read_overview(timezone.now())
-    assert overview.unfinished == {"queued": 0, "blocked": 1, "running": 0}
+    assert overview.unfinished == {"queued": 1, "blocked": 1, "running": 0, "waiting": 1}
+    (default,) = [queue for queue in overview.queues if queue.name == "default"]
+    assert (default.queued, default.blocked) == (1, 1)
+    assert default.oldest_waiting == Run.objects.get(pk=queued.pk).created_at
+    page = client_of(viewer).get(OVERVIEW).content.decode()
+    assert '?phase=blocked&amp;queue__exact=default">+ 1 blocked</a>' in page
+    assert '?phase=waiting"><span class="weft-count" data-status="waiting">1</span>' in page
 
 
 def test_console_overview_live_fragment_is_the_figures_alone(root: Any) -> None:
@@ -315,6 +332,33 @@ def test_console_run_page_lists_every_attempt_with_its_traceback(root: Any) -> N
     assert page.index("Attempt 2") < page.index("RuntimeError: second time")
     assert "File &quot;jobs.py&quot;, line 2" in page
     assert "1 min 00 s" in page
+
+
+def test_console_run_page_shows_an_earlier_attempts_output_and_the_time_in_all(
+    root: Any,
+) -> None:
+    """A retried run's first attempt shows the output it left (folded, coloured as the
+    run's terminal), and the page says how long the run took from its first attempt's
+    start, beside its latest attempt's duration."""
+    run = finished_run(noop, RunStatus.DONE, timedelta(minutes=1), attempt=2)
+    assert run.finished_at is not None
+    Attempt.objects.create(
+        run=run,
+        number=1,
+        status=RunStatus.FAILED,
+        started_at=run.finished_at - timedelta(minutes=2),
+        ended_at=run.finished_at - timedelta(minutes=1),
+        error_type="ConnectionError",
+        error_message="the mail server hung up",
+        output="\x1b[32mconnected\x1b[0m, then <lost>\n",
+    )
+    page = run_page(client_of(root), run).content.decode()
+    section = page[page.index("Attempt 1") : page.index("Attempt 2")]
+    assert '<details class="weft-attempt-output"><summary>Output</summary>' in section
+    assert "connected</span>, then &lt;lost&gt;" in section
+    assert "in all, from the first attempt" in page
+    total = page[page.index('id="weft-run-total"') :]
+    assert total[: total.index("</td>")].endswith(">2 min 00 s")
 
 
 def test_console_run_page_for_a_guest_hides_output_and_errors(operator: Any, root: Any) -> None:
@@ -462,6 +506,14 @@ def test_console_run_list_shows_short_ids_times_and_durations(viewer: Any, root:
     assert "django_weft/console.js" in page
     assert '<td class="field-started_by">root</td>' in page
     assert "schedule</span> every 45" in page
+
+
+def test_console_run_list_is_titled_runs_not_a_form_to_change(operator: Any) -> None:
+    """Runs are acted on, never edited: the list is "Runs", for those who may act too."""
+    page = client_of(operator).get("/admin/django_weft/run/").content.decode()
+    assert "<h1>Runs</h1>" in page
+    assert "<title>Runs |" in page
+    assert "to change" not in page
 
 
 def test_console_run_list_searches_args(viewer: Any) -> None:

@@ -128,13 +128,15 @@ def test_schedule_list_says_plans_in_words_and_states(root: Client) -> None:
     assert "never armed" in rows["digest"]
     assert "every 1 hour 30 minutes" in rows["cleanup"]
     assert "paused" in rows["asleep"]
-    assert "once at 2026-03-07 12:00:05 UTC" in rows["renew"]
+    # The date kept on one line: a list's lines break at spaces only.
+    assert "once at <span class='nowrap'>2026-03-07</span> 12:00:05 UTC" in rows["renew"]
     assert "fired, done" in rows["renew"]
     assert "fired, done" not in rows["later"]
     assert (
-        "<span class='nowrap'>2026-03-07</span> <span class='nowrap'>12:00:05 UTC</span>"
+        "<span class='nowrap'>2026-03-07</span> <span class='nowrap'>12:00:05 UTC</span> "
+        "<span class='nowrap weft-quiet'><span class=\"weft-relative\" data-weft-offset="
         in rows["later"]
-    ), "armed: its next due, to the second"
+    ), "armed: its next due, to the second, and how far off"
     assert "123456" not in page
     assert ".123" not in page
 
@@ -183,10 +185,13 @@ def test_schedule_page_of_a_fired_one_off_says_fired_done(root: Client) -> None:
 
 def test_schedule_page_offers_jobs_and_zones_to_search(root: Client, digest: Schedule) -> None:
     """The job and the zone are text inputs with the registry's jobs and the tz database's
-    zones to pick from as they are typed."""
+    zones to pick from as they are typed; weft.gather, which only a workflow runs, is not
+    offered (weft.start_workflow, which a schedule may fire, is)."""
     page = root.get(change_url(digest)).content.decode()
     assert 'list="id_job_options"' in page
     assert '<option value="content.remind">A one-off reminder to the operator.</option>' in page
+    assert '<option value="weft.start_workflow">' in page
+    assert 'value="weft.gather"' not in page
     assert 'list="id_timezone_options"' in page
     assert '<option value="Pacific/Apia">' in page
     assert '<option value="America/Toronto">' in page

@@ -3,12 +3,12 @@ or dropped) and the words of durations."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from django_weft.console.ansi import to_html
-from django_weft.console.formatting import duration
+from django_weft.console.formatting import duration, length_html, relative, relative_html
 
 #: Output as programs write it; the browser test renders each with the page's script too.
 SAMPLES = [
@@ -91,3 +91,39 @@ def test_console_ansi_every_sample_is_escaped() -> None:
 )
 def test_console_duration_words(seconds: float, words: str) -> None:
     assert duration(timedelta(seconds=seconds)) == words
+
+
+def test_console_length_ticks_only_while_running() -> None:
+    """A running run's length carries the seconds it had run by the server's clock, for
+    the page's script to move on; a finished run's, and one not started, are words."""
+    now = datetime(2026, 3, 8, 12, tzinfo=UTC)
+    started = now - timedelta(seconds=55.25)
+    assert length_html(started, None, now) == (
+        '<span class="weft-ticking" data-weft-elapsed="55.250">55.2 s</span>'
+    )
+    assert length_html(started, now - timedelta(seconds=5), now) == "50.2 s"
+    assert length_html(None, None, now) == "-"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [
+        (0.4, "now"),
+        (-0.9, "now"),
+        (42.7, "in 42 s"),
+        (-42.7, "42 s ago"),
+        (2520, "in 42 min 00 s"),
+        (-185, "3 min 05 s ago"),
+        (7380, "in 2 h 03 min"),
+    ],
+)
+def test_console_relative_words(seconds: float, words: str) -> None:
+    assert relative(seconds) == words
+
+
+def test_console_relative_html_ticks_from_the_servers_offset() -> None:
+    now = datetime(2026, 3, 8, 12, tzinfo=UTC)
+    assert relative_html(now + timedelta(minutes=42), now) == (
+        '<span class="weft-relative" data-weft-offset="2520.000">in 42 min 00 s</span>'
+    )
+    assert relative_html(None, now) == ""

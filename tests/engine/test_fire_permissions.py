@@ -349,7 +349,8 @@ def permission_queries(captured: CaptureQueriesContext) -> list[str]:
 @pytest.mark.parametrize("owners", [2, 30])
 def test_a_batch_asks_its_owners_permissions_in_one_query(owners: int) -> None:
     """Whatever the number of owners due at once, one query reads their permissions, and
-    the fire makes as many queries for 30 owners as for 2."""
+    the fire makes as many queries for 30 owners as for 2 (one of them the fair shares,
+    which a process reads once a second)."""
     people = [user(f"user{n}") for n in range(owners)]
     for person in people:
         hourly(person, f"row-of-{person.get_username()}")
@@ -359,7 +360,7 @@ def test_a_batch_asks_its_owners_permissions_in_one_query(owners: int) -> None:
         assert scheduler.fire_due(utc(12), Changes())
     assert Run.objects.count() == owners
     assert len(permission_queries(captured)) == 1
-    assert len(captured.captured_queries) <= 8
+    assert len(captured.captured_queries) <= 9
 
 
 class RefusesMallory(ModelBackend):

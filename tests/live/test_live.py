@@ -19,6 +19,7 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from django_weft.engine.limits import fairness
 from django_weft.jobs.registry import registry
 from django_weft.live import publisher
 from django_weft.live.changes import Changes
@@ -35,6 +36,9 @@ IN_MEMORY = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 
 def queries_of_a_start() -> int:
+    """A start's queries, the fair shares' read among them (a process reads them once a
+    second: each count starts afresh so that two counts compare)."""
+    fairness.forget()
     with CaptureQueriesContext(connection) as queries:
         start(registry.get("tests.noop"), {})
     return len(queries)
@@ -123,9 +127,9 @@ async def test_a_burst_of_changes_reaches_a_socket_in_a_few_messages(
 
 
 @pytest.mark.asyncio
-async def test_run_frames_carry_the_runs_version(sockets: list[CommunicatorSocket]) -> None:
-    """Each view of a run carries its version, one more at each change, for clients to
-    keep the highest (the owner's and the guest's alike)."""
+async def test_run_frames_carry_the_runs_revision(sockets: list[CommunicatorSocket]) -> None:
+    """Each view of a run carries its revision, one more at each change, for clients to
+    keep the highest (the owner's and the guest's alike), and its job's version."""
     owner = await sync_to_async(make_user)("owner")
     mine = await open_socket(sockets, owner)
     theirs = await open_socket(sockets, await sync_to_async(make_user)("guest"))
@@ -137,7 +141,8 @@ async def test_run_frames_carry_the_runs_version(sockets: list[CommunicatorSocke
     for socket in (mine, theirs):
         first = await socket.until(is_run)
         second = await socket.until(is_run)
-        assert (first["run"]["version"], second["run"]["version"]) == (1, 2)
+        assert (first["run"]["revision"], second["run"]["revision"]) == (1, 2)
+        assert second["run"]["job_version"] == registry.get("tests.noop").version
     assert second["run"]["id"] == str(run.pk)
 
 

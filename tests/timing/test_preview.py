@@ -209,23 +209,44 @@ def test_preview_gap_skip(zone: str, since: datetime, skipped: datetime) -> None
 def test_preview_fold_both(
     zone: str, cron: str, since: datetime, first: datetime, second: datetime
 ) -> None:
-    """With on_fold both, a wall time that happens twice fires twice that day, the second marked."""
+    """With on_fold both, a wall time that happens twice fires twice that day, the second
+    marked as the repeat, the first as on the day of the change."""
     row = schedule("twice", cron=cron, timezone=zone, on_fold="both")
     lines = preview(since, timedelta(days=1), [row])
     assert dues(lines) == [first, second]
     assert [line.note for line in lines] == ["", "repeated"]
-    assert lines[0].mark == ""
+    assert lines[0].mark.startswith("DST day: clocks change from ")
     assert "DST fold" in lines[1].mark
     assert "second" in lines[1].mark
 
 
 @pytest.mark.django_db
 def test_preview_fold_first() -> None:
-    """With the default on_fold first, a repeated wall time is shown once, unmarked."""
+    """With the default on_fold first, a repeated wall time is shown once, not as a
+    repeat: only as on the day the clocks change."""
     row = schedule("once", cron="30 1 * * *", timezone=TORONTO)
     lines = preview(utc(2026, 11, 1), timedelta(days=1), [row])
     assert dues(lines) == [utc(2026, 11, 1, 5, 30)]
-    assert lines[0].mark == ""
+    assert (lines[0].note, lines[0].mark) == ("", "DST day: clocks change from EDT to EST")
+
+
+@pytest.mark.django_db
+def test_preview_marks_each_day_of_a_clock_change_once_per_schedule() -> None:
+    """Over a week holding a spring-forward day, a daily schedule the change does not move
+    is marked on that day only, and an hourly one at its first fire of that day only
+    (not 23 times); a schedule in UTC is never marked; upcoming() marks as preview() does."""
+    daily = schedule("digest", cron="0 7 * * *", timezone=TORONTO)
+    hourly = schedule("hourly", cron="15 * * * *", timezone=TORONTO)
+    utc_daily = schedule("utc", cron="0 7 * * *", timezone="UTC")
+    lines = preview(utc(2026, 3, 5), timedelta(days=7), [daily, hourly, utc_daily])
+    marked = [(line.schedule, line.local, line.mark) for line in lines if line.mark]
+    spring = "DST day: clocks change from EST to EDT"
+    assert marked == [
+        ("hourly", "2026-03-08 00:15 EST", spring),
+        ("digest", "2026-03-08 07:00 EDT", spring),
+    ]
+    week = upcoming(daily, utc(2026, 3, 5), 7)
+    assert [line.mark for line in week] == ["", "", "", spring, "", "", ""]
 
 
 @pytest.mark.django_db
@@ -481,7 +502,7 @@ def test_runjobs_plan_fold_both_lines() -> None:
     assert len(lines) == 2
     assert lines[0].startswith("2026-11-01 05:30 UTC")
     assert "2026-11-01 01:30 EDT (America/Toronto)" in lines[0]
-    assert "DST" not in lines[0]
+    assert lines[0].endswith("[DST day: clocks change from EDT to EST]")
     assert lines[1].startswith("2026-11-01 06:30 UTC")
     assert "2026-11-01 01:30 EST (America/Toronto)" in lines[1]
     assert "DST fold: 01:30" in lines[1]

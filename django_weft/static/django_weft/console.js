@@ -216,7 +216,7 @@
     const shownWaiting = Boolean(phase) && phase.textContent === "waiting";
     let reloading = false;
     // Run frames can come out of order (two processes publish the run): keep the newest.
-    let version = root.dataset.version ? parseInt(root.dataset.version, 10) : -1;
+    let runRevision = root.dataset.revision ? parseInt(root.dataset.revision, 10) : -1;
     const follow = () => { if (terminal) terminal.scrollTop = terminal.scrollHeight; };
     const show = (state, stateRevision) => {
       if (!terminal || !state || typeof state.output !== "string") return;
@@ -234,11 +234,11 @@
     listen((frame) => {
       if (frame.type === "state" && frame.run === runId) show(frame.state, frame.revision);
       let run = null;
-      if (frame.type === "run" && frame.run.id === runId && frame.run.version >= version) run = frame.run;
+      if (frame.type === "run" && frame.run.id === runId && frame.run.revision >= runRevision) run = frame.run;
       // A snapshot is the whole truth at its moment: taken whatever came before.
       if (frame.type === "snapshot") run = frame.runs.find((each) => each.id === runId) || null;
       if (!run) return;
-      version = run.version;
+      runRevision = run.revision;
       if (run.state) show(run.state, run.state_revision);
       if (phase) {
         phase.textContent = run.phase;
@@ -255,6 +255,49 @@
     });
   }
 
+  // -- durations that tick ---------------------------------------------------------------
+  // The words of django_weft.console.formatting.duration(), for a number of seconds.
+  function duration(seconds) {
+    if (seconds < 10) return seconds.toFixed(2) + " s";
+    if (seconds < 60) return seconds.toFixed(1) + " s";
+    const two = (number) => String(number).padStart(2, "0");
+    const minutes = Math.floor(seconds / 60);
+    if (minutes < 60) return minutes + " min " + two(Math.floor(seconds) % 60) + " s";
+    const hours = Math.floor(minutes / 60);
+    if (hours < 24) return hours + " h " + two(minutes % 60) + " min";
+    return Math.floor(hours / 24) + " d " + two(hours % 24) + " h";
+  }
+
+  // The words of django_weft.console.formatting.relative(), for seconds from now.
+  function relative(seconds) {
+    const span = Math.abs(seconds);
+    if (span < 1) return "now";
+    const words = span < 60 ? Math.floor(span) + " s" : duration(span);
+    return seconds > 0 ? "in " + words : words + " ago";
+  }
+
+  window.weftDuration = duration;
+  window.weftRelative = relative;
+
+  // A running run's (or attempt's) length, rendered with the seconds it had run by the
+  // server's clock (data-weft-elapsed), moves on each second from when this page first
+  // saw it: the browser's clock only measures the time since, never the time itself.
+  // Rows a live list draws again come with fresh seconds from the server.
+  // A moment beside its time (data-weft-offset: seconds from the server's now) likewise.
+  function tick() {
+    const now = performance.now();
+    const since = (element) => {
+      if (element.weftSeenAt === undefined) element.weftSeenAt = now;
+      return (now - element.weftSeenAt) / 1000;
+    };
+    document.querySelectorAll("[data-weft-elapsed]").forEach((element) => {
+      element.textContent = duration(parseFloat(element.dataset.weftElapsed) + since(element));
+    });
+    document.querySelectorAll("[data-weft-offset]").forEach((element) => {
+      element.textContent = relative(parseFloat(element.dataset.weftOffset) - since(element));
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     const board = document.getElementById("weft-overview");
     if (board) overview(board);
@@ -262,5 +305,7 @@
     if (run) runPage(run);
     const list = document.getElementById("changelist-form");
     if (list && document.body.classList.contains("model-run")) runList(list);
+    tick();
+    setInterval(tick, 1000);
   });
 })();
