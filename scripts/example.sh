@@ -23,6 +23,7 @@ cat <<EOT
     API:        http://127.0.0.1:$PORT/api/
     Swagger UI: http://127.0.0.1:$PORT/api/schema/swagger-ui/
     Redoc:      http://127.0.0.1:$PORT/api/schema/redoc/
+    Metrics:    http://127.0.0.1:$PORT/weft/metrics/ (signed in as admin)
     Preview the next week of fires:  $PY manage.py runjobs --plan 7d
   Ctrl-C stops it.
 

@@ -47,6 +47,23 @@ OVERFLOWING = """() => {
       + ` (${element.scrollWidth} px in ${element.clientWidth} px)`);
 }"""
 
+#: axe-core, from the npm registry into tests/browser/axe/ (``npm ci`` there, as
+#: scripts/test.sh does); a test loads it into a page and runs :data:`RUN_AXE`.
+AXE = (
+    Path(__file__).resolve().parent / "browser" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+)
+#: The rules of WCAG 2.0, 2.1 and 2.2 at levels A and AA.
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+#: Each violation of the rules of the tags it is given, with the nodes it found.
+RUN_AXE = """(tags) => axe.run(document, {runOnly: {type: "tag", values: tags}})
+  .then((results) => results.violations.map((violation) => ({
+    id: violation.id,
+    help: violation.help,
+    nodes: violation.nodes.map((node) => `${node.target.join(" ")}: ${node.failureSummary}`),
+  })))"""
+#: How much wider than the window the page is (it scrolls sideways by that much).
+TOO_WIDE = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+
 
 def chromium(playwright: Playwright) -> Browser:
     executable = shutil.which("chromium")
@@ -113,6 +130,20 @@ def photograph(
         page.screenshot(path=str(path), full_page=full_page)
         written.append(path)
     return written
+
+
+def settled(page: Page) -> None:
+    """Waits until the page has loaded and, on a page that follows runs, its socket has
+    taken the first snapshot, so the page shows what it will go on showing.
+
+    Not playwright's "networkidle": a page that follows a running run reads itself again
+    about once a second, and on a busy machine each read can outlast the half second of
+    quiet "networkidle" waits for, so it may never come.
+    """
+    page.wait_for_load_state("load")
+    live = page.locator("#weft-live")
+    if live.count():
+        expect(live).to_have_text("live")
 
 
 def overflowing(page: Page) -> list[str]:

@@ -14,6 +14,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import connections
 from django.test import TransactionTestCase
 
+from django_weft.engine.limits import fairness
 from django_weft.engine.worker.loop import Worker
 from django_weft.live import layer_health, publisher
 from django_weft.live.layer_health import LayerOutage
@@ -150,6 +151,13 @@ def _channel_layers_of_this_test() -> Iterator[None]:
     # with the layer's connections, and its database connection), before the next test.
     assert publisher.stop(30), "the live publisher did not end within 30s"
     channel_layers.backends.clear()
+
+
+@pytest.fixture(autouse=True)
+def _fair_shares_read_afresh() -> None:
+    """Each test's first start reads the fair shares: a process trusts what it read for a
+    second, and an earlier test's rows are gone."""
+    fairness.forget()
 
 
 @pytest.fixture(autouse=True)

@@ -99,6 +99,19 @@ def test_packaging_version_is_the_newest_changelog_release() -> None:
     }
 
 
+def test_packaging_example_installs_what_its_banner_points_at() -> None:
+    """scripts/example.sh installs the ``example`` extra and prints the metrics URL: the
+    extra brings the metrics library, so that URL answers with metrics, not a 501."""
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    (example,) = extras["example"]
+    named = set(example.split("[", 1)[1].rstrip("]").split(","))
+    assert {"http", "metrics"} <= named
+    assert any(name.startswith("prometheus-client") for name in extras["metrics"])
+    banner = (ROOT / "scripts" / "example.sh").read_text(encoding="utf-8")
+    assert "ensure_venv example" in banner
+    assert "/weft/metrics/" in banner
+
+
 def test_packaging_project_urls() -> None:
     """The metadata links the homepage, the docs, the repository, issues and changelog."""
     urls = PROJECT["urls"]

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, Request, expect
 
-from tests.browsers import new_page
+from tests.browsers import AXE, RUN_AXE, TOO_WIDE, WCAG_AA, new_page
 from tests.example_server import example_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.any_database]
@@ -63,6 +63,7 @@ def test_browser_guest_sees_runs_without_output(browser: Browser, server: str) -
     expect(row.locator(".phase")).to_have_text("running")
     expect(row.locator(".phase")).to_have_text("done")
     assert row.locator("pre.output").count() == 0, "a guest never sees output"
+    expect(row).to_contain_text("only its owner sees the output")
     assert row.locator("button.abort").count() == 0
     assert "line 1" not in guest.content()
     expect(guest.locator("#entries")).to_contain_text("make docs: exit 0, 30 lines")
@@ -127,22 +128,43 @@ def test_browser_admin_edits_cron_runs_now_and_aborts(browser: Browser, server: 
     expect(run_row(owner, "sleep forever").locator(".phase")).to_have_text("aborted")
 
 
-#: How far (px) the output box of the shell page's run whose row shows ``command`` is
-#: scrolled above its end (0 at the tail), as the page is at the moment of the call.
-FROM_BOTTOM = """command => {
-    const row = [...document.querySelectorAll("#runs tbody tr")]
-        .find((tr) => tr.textContent.includes(command));
-    const box = row?.querySelector("pre.output");
-    return box ? box.scrollHeight - box.scrollTop - box.clientHeight : null;
+#: Puts ``count`` numbered lines into a test row's output box through the page's own
+#: tail.js, as the live frames do, made on first use: the test decides when lines arrive,
+#: so no line races the reader's scroll (the live path has its own test above).
+SHOW_LINES = """async (count) => {
+    const { showOutput } = await import("/static/example/tail.js");
+    let row = document.querySelector("#runs tbody tr.tail-test");
+    if (!row) {
+        row = document.createElement("tr");
+        row.className = "tail-test";
+        for (let i = 0; i < 5; i += 1) row.insertCell();
+        row.cells[1].textContent = "make check";
+        document.querySelector("#runs tbody").append(row);
+    }
+    const lines = Array.from({ length: count }, (_, i) => `line ${i + 1}`);
+    showOutput(row.cells[3], lines.join("\\n"));
+}"""
+
+#: How far (px) the test row's output box is scrolled above its end (0 at the tail).
+FROM_BOTTOM = """() => {
+    const box = document.querySelector("#runs tr.tail-test pre.output");
+    return box.scrollHeight - box.scrollTop - box.clientHeight;
+}"""
+
+#: Arms a flag the output box's next ``scrollend`` sets: a wheel's smooth scroll has landed.
+ARM_SCROLLEND = """() => {
+    window.tailScrollEnded = false;
+    document.querySelector("#runs tr.tail-test pre.output").addEventListener(
+        "scrollend", () => { window.tailScrollEnded = true; }, { once: true });
 }"""
 
 
-def distance_from_bottom(page: Page, command: str) -> float:
-    return float(page.evaluate(FROM_BOTTOM, command))
-
-
-def scrolled_from_top(page: Page, command: str) -> float:
-    return float(run_row(page, command).locator("pre.output").evaluate("el => el.scrollTop"))
+def wheel_and_land(page: Page, delta_y: int) -> None:
+    """Turns the wheel over the output box and waits until its scroll has landed."""
+    page.evaluate(ARM_SCROLLEND)
+    page.locator("#runs tr.tail-test pre.output").hover()
+    page.mouse.wheel(0, delta_y)
+    page.wait_for_function("() => window.tailScrollEnded")
 
 
 def test_browser_shell_output_follows_the_tail_unless_scrolled_up(
@@ -151,33 +173,26 @@ def test_browser_shell_output_follows_the_tail_unless_scrolled_up(
     """As lines arrive the output box shows the newest; a reader who scrolls up stays where
     they are while lines keep coming; scrolling back to the bottom follows again."""
     page = signed_in(browser, server, "owner")
-    page.fill("input[name=command]", "make check")
-    page.fill("input[name=lines]", "5000")
-    page.click("#run-form button[type=submit]")
-    row = run_row(page, "make check")
-    box = row.locator("pre.output")
-    try:
-        expect(box).to_contain_text("line 40")
-        assert box.evaluate("el => el.scrollHeight > el.clientHeight"), "the box overflows"
-        expect(box).to_contain_text("line 60")
-        assert distance_from_bottom(page, "make check") <= 4, "the newest line is in view"
+    expect(page.locator("#variant")).to_have_text("owner")
+    page.evaluate(SHOW_LINES, 60)
+    box = page.locator("#runs tr.tail-test pre.output")
+    expect(box).to_contain_text("line 60")
+    assert box.evaluate("el => el.scrollHeight > el.clientHeight"), "the box overflows"
+    assert page.evaluate(FROM_BOTTOM) <= 4, "the newest line is in view"
 
-        box.hover()
-        page.mouse.wheel(0, -300)
-        page.wait_for_function(f"({FROM_BOTTOM})('make check') > 100")
-        held = scrolled_from_top(page, "make check")
-        expect(box).to_contain_text("line 120")
-        assert scrolled_from_top(page, "make check") == pytest.approx(held, abs=2)
-        assert distance_from_bottom(page, "make check") > 100, "still where the reader left it"
+    wheel_and_land(page, -300)
+    held = box.evaluate("el => el.scrollTop")
+    assert page.evaluate(FROM_BOTTOM) > 100, "scrolled up to read"
+    page.evaluate(SHOW_LINES, 120)
+    expect(box).to_contain_text("line 120")
+    assert box.evaluate("el => el.scrollTop") == pytest.approx(held, abs=2), "left in place"
+    assert page.evaluate(FROM_BOTTOM) > 100, "still where the reader left it"
 
-        page.mouse.wheel(0, 100_000)
-        page.wait_for_function(f"({FROM_BOTTOM})('make check') <= 4")
-        expect(box).to_contain_text("line 160")
-        assert distance_from_bottom(page, "make check") <= 4, "following the tail again"
-    finally:
-        if row.locator("button.abort").count():
-            row.locator("button.abort").click()
-        expect(row.locator(".phase")).to_have_text("aborted")
+    wheel_and_land(page, 100_000)
+    assert page.evaluate(FROM_BOTTOM) <= 4, "back at the end"
+    page.evaluate(SHOW_LINES, 160)
+    expect(box).to_contain_text("line 160")
+    assert page.evaluate(FROM_BOTTOM) <= 4, "following the tail again"
 
 
 @pytest.mark.parametrize(
@@ -233,8 +248,8 @@ FRAMES_OUT_OF_ORDER = """async () => {
       heard.message.forEach((listener) => listener({ data: JSON.stringify(frame) }));
     feed({ type: "snapshot", user: "u", can_start: false, operator: false, runs: [],
            truncated: false, next: null });
-    feed({ type: "run", run: { id: "r", status: "done", version: 3 } });
-    feed({ type: "run", run: { id: "r", status: "running", version: 2 } });
+    feed({ type: "run", run: { id: "r", status: "done", revision: 3 } });
+    feed({ type: "run", run: { id: "r", status: "running", revision: 2 } });
     return live.state.runs.get("r");
   } finally {
     window.WebSocket = real;
@@ -245,9 +260,9 @@ FRAMES_OUT_OF_ORDER = """async () => {
 def test_browser_live_client_drops_a_run_frame_older_than_the_one_it_kept(
     browser: Browser, server: str
 ) -> None:
-    """live.js keeps the run frame with the highest version: a late, older one is dropped."""
+    """live.js keeps the run frame with the highest revision: a late, older one is dropped."""
     page = signed_in(browser, server, "guest")
-    assert page.evaluate(FRAMES_OUT_OF_ORDER) == {"id": "r", "status": "done", "version": 3}
+    assert page.evaluate(FRAMES_OUT_OF_ORDER) == {"id": "r", "status": "done", "revision": 3}
 
 
 def release_phase(page: Page, step: str):  # type: ignore[no-untyped-def]
@@ -273,3 +288,53 @@ def test_browser_owner_approves_the_release_while_a_guest_watches(
     owner.click("#approve")
     expect(release_phase(guest, "deploy")).to_have_text("done")
     expect(release_phase(owner, "deploy")).to_have_text("done")
+
+
+def test_browser_the_example_answers_the_favicon_browsers_ask_for(
+    browser: Browser, server: str
+) -> None:
+    """``/favicon.ico``, which browsers ask of every page, is an icon, not a 404."""
+    page = new_page(browser)
+    response = page.request.get(f"{server}/favicon.ico")
+    assert response.status == 200
+    assert response.headers["content-type"] in ("image/x-icon", "image/vnd.microsoft.icon")
+    assert response.body()[:4] == b"\x00\x00\x01\x00", "an ICO file"
+
+
+def test_browser_example_pages_pass_axe_and_fit_390_px_in_both_schemes(
+    browser: Browser, server: str
+) -> None:
+    """The sign-in page, the content site, the shell (a command's output showing and a
+    guest's note) and the release page: no WCAG 2 AA violation light and dark, at 1280
+    and 390 px, and none wider than a 390 px window (a table scrolls in its own box)."""
+    signed_out = new_page(browser)
+    signed_out.goto(f"{server}/accounts/login/")
+    owner = signed_in(browser, server, "owner")
+    owner.fill("input[name=command]", "ls -la")
+    owner.fill("input[name=lines]", "30")
+    owner.click("#run-form button[type=submit]")
+    expect(run_row(owner, "ls -la").locator("pre.output")).to_contain_text("line 30")
+    guest = signed_in(browser, server, "guest")
+    expect(run_row(guest, "ls -la")).to_contain_text("only its owner sees the output")
+    found: list[str] = []
+    for page, path in (
+        (signed_out, None),
+        (owner, "/"),
+        (owner, "/release/"),
+        (owner, "/shell/"),
+        (guest, None),
+    ):
+        if path is not None:
+            page.goto(f"{server}{path}")
+        page.add_script_tag(path=str(AXE))
+        for width in (1280, 390):
+            for scheme in ("light", "dark"):
+                page.set_viewport_size({"width": width, "height": 900})
+                page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+                where = f"{page.url} at {width} px, {scheme}"
+                for violation in page.evaluate(RUN_AXE, WCAG_AA):
+                    found.append(f"{where}: {violation['id']} ({violation['help']})")
+                    found += [f"    {node}" for node in violation["nodes"]]
+                if page.evaluate(TOO_WIDE) > 0:
+                    found.append(f"{where}: wider than the window")
+    assert not found, "\n".join(found)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,14 +43,19 @@ from django_weft.operations import (
     start_group,
     start_workflow,
 )
-from tests.browsers import admin_page, console_server
+from tests.browsers import (
+    AXE,
+    RUN_AXE,
+    TOO_WIDE,
+    WCAG_AA,
+    admin_page,
+    console_server,
+    settled,
+)
 from tests.databases import delete_rows, last_ids
 from tests.jobs import broken, build, noop
 from tests.processes import wait_for
 
-AXE = Path(__file__).resolve().parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
-#: The rules of WCAG 2.0, 2.1 and 2.2 at levels A and AA.
-WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 WIDTHS = (1280, 390)
 SCHEMES = ("light", "dark")
 
@@ -88,21 +92,12 @@ BROKEN_WORDS = """() => {
   }
   return broken;
 }"""
-#: How much wider than the window the page is (it scrolls sideways by that much).
-TOO_WIDE = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
 
 #: How much wider than its box a list's table is (0 for a page with no list table).
 TABLE_SCROLLS = """() => {
   const box = document.querySelector("#changelist-form .results");
   return box ? box.scrollWidth - box.clientWidth : 0;
 }"""
-
-RUN_AXE = """(tags) => axe.run(document, {runOnly: {type: "tag", values: tags}})
-  .then((results) => results.violations.map((violation) => ({
-    id: violation.id,
-    help: violation.help,
-    nodes: violation.nodes.map((node) => `${node.target.join(" ")}: ${node.failureSummary}`),
-  })))"""
 
 
 @dataclass(frozen=True)
@@ -126,7 +121,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.
 
 
 @pytest.fixture(scope="module")
-def console(django_db_blocker: pytest_django.DjangoDbBlocker) -> Iterator[Console]:
+def console(
+    django_db_setup: None, django_db_blocker: pytest_django.DjangoDbBlocker
+) -> Iterator[Console]:
     """A server with a row of every kind: a superuser, a schedule, a module, runs that
     finished (done and failed) and one that runs, a paused queue on record.
 
@@ -262,7 +259,7 @@ def test_console_a11y_page_passes_axe_in_both_schemes_at_both_widths(
             page.set_viewport_size({"width": width, "height": 900})
             page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
             page.goto(f"{console.base}{path}")
-            page.wait_for_load_state("networkidle")
+            settled(page)
             page.add_script_tag(path=str(AXE))
             for violation in page.evaluate(RUN_AXE, WCAG_AA):
                 found.append(f"{width} px, {scheme}: {violation['id']} ({violation['help']})")
@@ -280,7 +277,7 @@ def test_console_a11y_lists_break_no_word_at_1280_px(browser: Browser, console: 
     page = admin_page(browser, console.base, "root", reverse("admin:index"))
     for path in lists(console):
         page.goto(f"{console.base}{path}")
-        page.wait_for_load_state("networkidle")
+        settled(page)
         assert page.locator("#nav-sidebar").is_visible(), path
         assert page.evaluate(BROKEN_WORDS) == [], path
         assert page.evaluate(TOO_WIDE) <= 0, path
@@ -294,7 +291,7 @@ def test_console_a11y_pages_fit_390_px(browser: Browser, console: Console) -> No
     for _, url_name in pages():
         path = address(console, url_name)
         page.goto(f"{console.base}{path}")
-        page.wait_for_load_state("networkidle")
+        settled(page)
         assert page.evaluate(TOO_WIDE) <= 0, path
     page.goto(f"{console.base}{reverse('admin:django_weft_overview_changelist')}")
     pause = page.locator("#weft-queues button", has_text="Pause").first
@@ -323,3 +320,54 @@ def test_console_a11y_buttons_sit_level_with_history(browser: Browser, console: 
             page = admin_page(browser, console.base, "root", path, width=width)
             assert page.locator(".object-tools button").count() > 0, path
             assert level_with_history(page) == [], f"{path} at {width} px"
+
+
+def test_console_a11y_bulk_confirmation_lists_runs_and_looks_destructive(
+    browser: Browser, console: Console
+) -> None:
+    """Every run ticked and "Delete selected runs": the confirmation lists them, passes
+    axe in both schemes at both widths and fits 390 px; its button is Django's red of a
+    deletion, level with "No, take me back", which leaves every run where it was."""
+    runs = reverse("admin:django_weft_run_changelist")
+    page = admin_page(browser, console.base, "root", runs)
+    settled(page)
+    listed = page.locator("#result_list tbody tr").count()
+    page.check("#action-toggle")
+    page.select_option("select[name=action]", "delete_action")
+    page.click("button[name=index]")
+    page.wait_for_selector(".weft-bulk-runs")
+    assert page.locator(".weft-bulk-runs tbody tr").count() == min(listed, 10)
+    page.add_script_tag(path=str(AXE))
+    found: list[str] = []
+    for width in WIDTHS:
+        for scheme in SCHEMES:
+            page.set_viewport_size({"width": width, "height": 900})
+            page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+            # The admin's links fade to a scheme's colours (a transition): read them after.
+            page.wait_for_function("() => document.getAnimations().length === 0")
+            for violation in page.evaluate(RUN_AXE, WCAG_AA):
+                found.append(f"{width} px, {scheme}: {violation['id']} ({violation['help']})")
+                found += [f"    {node}" for node in violation["nodes"]]
+            if width == 390:
+                assert page.evaluate(TOO_WIDE) <= 0, scheme
+    assert not found, "\n".join(found)
+    yes = page.locator("form input[type=submit]")
+    red = page.evaluate(
+        "() => getComputedStyle(document.documentElement).getPropertyValue('--delete-button-bg')"
+    )
+    assert yes.evaluate("(el) => getComputedStyle(el).backgroundColor") == page.evaluate(
+        "(color) => { const probe = document.createElement('i'); probe.style.color = color;"
+        " document.body.append(probe); const rgb = getComputedStyle(probe).color;"
+        " probe.remove(); return rgb; }",
+        red.strip(),
+    )
+    back = page.locator("form .cancel-link")
+    middles = []
+    for button in (yes, back):
+        box = button.bounding_box()
+        assert box is not None
+        middles.append(box["y"] + box["height"] / 2)
+    assert abs(middles[0] - middles[1]) <= 1, "the two buttons sit on one line"
+    back.click()
+    page.wait_for_url(f"{console.base}{runs}")
+    assert Run.objects.count() >= listed

@@ -16,9 +16,10 @@ from django.utils import timezone
 from playwright.sync_api import Browser, expect
 
 from django_weft.console.ansi import to_html
+from django_weft.console.formatting import duration, relative
 from django_weft.models import Run, RunStatus, Schedule
 from django_weft.operations import start
-from tests.browsers import admin_page, console_server, overflowing
+from tests.browsers import admin_page, console_server, overflowing, settled
 from tests.console.test_console_text import SAMPLES
 from tests.jobs import broken, build, gated, open_gate
 from tests.processes import wait_for
@@ -139,6 +140,55 @@ def test_console_browser_renders_ansi_as_the_server_does(browser: Browser, serve
     assert rendered == [to_html(sample) for sample in SAMPLES]
 
 
+def test_console_browser_says_durations_as_the_server_does(browser: Browser, server: str) -> None:
+    """The page's words for a length and a moment from now (the ticking ones) and the
+    server's agree."""
+    page = admin_page(browser, server, "root", OVERVIEW)
+    lengths = [0, 0.4213, 9.999, 12.34, 59.96, 185, 3599.5, 7380, 86399, 90000, 1e6]
+    said = page.evaluate("(lengths) => lengths.map(window.weftDuration)", lengths)
+    assert said == [duration(timedelta(seconds=seconds)) for seconds in lengths]
+    offsets = [0.4, -0.9, 42.7, -42.7, 2520, -185, 7380, -90000]
+    said = page.evaluate("(offsets) => offsets.map(window.weftRelative)", offsets)
+    assert said == [relative(seconds) for seconds in offsets]
+
+
+def test_console_browser_a_coming_fire_counts_down(browser: Browser, server: str) -> None:
+    """How far off a schedule's next due is moves on without a reload."""
+    Schedule.objects.create(name="soon", job="tests.noop", every=timedelta(minutes=30))
+    Schedule.objects.filter(name="soon").update(
+        armed=True, next_due=timezone.now() + timedelta(minutes=20)
+    )
+    page = admin_page(browser, server, "root", "/admin/django_weft/schedule/")
+    coming = page.locator(".field-next_due_at .weft-relative")
+    shown = coming.inner_text()
+    assert shown.startswith("in ")
+    expect(coming).not_to_have_text(shown)
+
+
+def test_console_browser_a_running_runs_length_ticks(browser: Browser, server: str) -> None:
+    """A running run's length moves on without a reload, on its page (and its attempt's)
+    and in the run list; a finished run's stays as it is."""
+    running = start(build, {"steps": 10_000, "interval": 1})
+    done = start(build, {"steps": 1, "interval": 0})
+    wait_for(
+        lambda: (
+            Run.objects.filter(pk=running.pk, status=RunStatus.RUNNING).exists()
+            and Run.objects.get(pk=done.pk).is_finished
+        ),
+        what="a running run and a finished one",
+    )
+    page = admin_page(browser, server, "root", f"{RUNS}{running.pk}/change/")
+    for ticking in ("#weft-run-duration .weft-ticking", ".weft-attempt .weft-ticking"):
+        shown = page.locator(ticking).inner_text()
+        expect(page.locator(ticking)).not_to_have_text(shown)
+    page.goto(f"{server}{RUNS}")
+    row = page.locator("#result_list tr", has_text=str(running.pk)[:8])
+    shown = row.locator(".field-length").inner_text()
+    expect(row.locator(".field-length")).not_to_have_text(shown)
+    finished = page.locator("#result_list tr", has_text=str(done.pk)[:8]).locator(".field-length")
+    assert finished.locator(".weft-ticking").count() == 0
+
+
 def test_console_browser_lists_fit_1280_px(browser: Browser, server: str) -> None:
     """At 1280 px nothing is wider than the window and run ids stay on one line."""
     Schedule.objects.create(
@@ -160,7 +210,7 @@ def test_console_browser_lists_fit_1280_px(browser: Browser, server: str) -> Non
         f"/admin/django_weft/run/{waiting.pk}/change/",
     ):
         page.goto(f"{server}{path}")
-        page.wait_for_load_state("networkidle")
+        settled(page)
         assert overflowing(page) == [], path
     page.goto(f"{server}/admin/django_weft/run/")
     # In one turn of the page's script: the list may be redrawn live between two calls.

@@ -79,7 +79,7 @@ def test_browser_schedule_list_fits_1280_pixels(
     browser: Browser, server: str, database: Path
 ) -> None:
     """At 1280 px the list shows every column with no element wider than the window,
-    even with a long last error."""
+    even with a long last error, and a one-off's date stays on one line."""
     run_in_example(
         database,
         "from django_weft.models import Schedule; "
@@ -97,6 +97,13 @@ def test_browser_schedule_list_fits_1280_pixels(
         box = header.bounding_box()
         assert box is not None
         assert box["x"] + box["width"] <= results["x"] + results["width"] + 0.5, column
+    # The demo's one-offs: "once at 2026-12-06 20:55:37 UTC", never "2026-12-" / "06".
+    dates = page.locator("#result_list td.field-plan .nowrap")
+    expect(dates.first).to_be_visible()
+    assert (
+        dates.evaluate_all("(spans) => spans.map((span) => span.getClientRects().length)")
+        == [1] * dates.count()
+    )
     # The admin puts the table in a box that scrolls sideways: nothing may need it.
     scrolling = page.evaluate(
         """() => [...document.querySelectorAll("body *")]
@@ -135,3 +142,21 @@ def test_browser_picking_a_job_brings_its_args_form(browser: Browser, server: st
     page.click("input[name=_continue]")
     expect(page.locator(".messagelist")).to_contain_text("was added successfully")
     expect(page.locator("input[name='args.text']")).to_have_value("water the plants")
+
+
+def test_browser_a_schedules_plan_and_preview_come_first_on_a_phone(
+    browser: Browser, server: str
+) -> None:
+    """At 390 px the digest's first fires show without scrolling, right after its plan;
+    every and at are folded under "Another kind of plan", and open on a click."""
+    page = admin_page(browser, server, "/admin/django_weft/schedule/", width=390)
+    page.click("text=nightly digest")
+    first_fire = page.locator("ol.weft-next-fires li").first
+    expect(first_fire).to_be_visible()
+    box = first_fire.bounding_box()
+    assert box is not None
+    assert box["y"] + box["height"] <= 900, f"the first fire is below the fold: {box}"
+    every = page.locator("input[name=every]")
+    expect(every).to_be_hidden()
+    page.click("summary:has-text('Another kind of plan')")
+    expect(every).to_be_visible()

@@ -169,6 +169,20 @@ def mentioning(text: str) -> list[int]:
     return found
 
 
+def ended_by(session: subprocess.Popen[str], how: signal.Signals | None) -> str:
+    """The session's output once it has ended, after ``how`` if given."""
+    if how is not None:
+        session.send_signal(how)
+    return session.communicate(timeout=SESSION)[0]
+
+
+def as_at_a_terminal() -> None:
+    """Ctrl-C interrupts the session as at a terminal: a suite started as a shell's
+    background job (``.ci/run &``) inherits SIGINT ignored, and a Python started with it
+    ignored never raises KeyboardInterrupt, so the probe slept on to its timeout."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(
     ("end", "how"),
     [("fails", None), ("waits", signal.SIGINT), ("waits", signal.SIGKILL)],
@@ -188,14 +202,13 @@ def test_harness_session_leaves_nothing_running(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=as_at_a_terminal,
     )
     try:
         wait_for(lambda: report.exists() or session.poll() is not None, SESSION, "the probe")
         assert report.exists(), session.communicate()[0]
         started = json.loads(report.read_text())
-        if how is not None:
-            session.send_signal(how)
-        output = session.communicate(timeout=SESSION)[0]
+        output = ended_by(session, how)
     finally:
         session.kill()
         session.wait()

@@ -53,8 +53,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 LOST_AFTER = float(FAST_HEARTBEAT["WEFT_TEST_LOST_AFTER"])
 HEARTBEAT = float(FAST_HEARTBEAT["WEFT_TEST_HEARTBEAT_INTERVAL"])
 INLINE = "django_weft.engine.worker.executors.InlineExecutor"
-#: Slots of the cluster while a test starves a worker of connections.
-FEW_SLOTS = 40
 #: Events on a busy machine may take a while: every wait here allows this long.
 PATIENCE = 120.0
 
@@ -405,61 +403,63 @@ def test_a_beat_during_a_reap_wins(postgres: PostgresCluster, reapable: None) ->
 # -- real workers ---------------------------------------------------------------------------
 
 
-class Hog:
-    """Another client that takes every connection slot it can get (database postgres)."""
-
-    def __init__(self, postgres: PostgresCluster) -> None:
-        self.postgres = postgres
-        self.held: list[psycopg.Connection[Any]] = []
-
-    def take_every_slot(self) -> None:
-        """Connect until the server says no more: every slot is taken then."""
-        refused = ""
-        while not refused:
-            try:
-                self.held.append(
-                    psycopg.connect(
-                        host="127.0.0.1",
-                        port=self.postgres.port,
-                        user=self.postgres.user,
-                        dbname="postgres",
-                        autocommit=True,
-                        connect_timeout=10,
-                    )
-                )
-            except psycopg.OperationalError as error:
-                refused = str(error)
-        assert "too many clients" in refused, refused
-
-    def release(self) -> None:
-        for held in self.held:
-            held.close()
-        self.held.clear()
+#: The login role of the worker a test starves of connections.
+STARVED = "weft_starved"
+#: Its connections other than its liveness lock's, as a condition on pg_stat_activity.
+STARVED_OTHERS = f"usename = '{STARVED}' AND pid <> %s"
 
 
 @pytest.fixture
-def few_slots(postgres: PostgresCluster) -> Iterator[Hog]:
-    """The cluster restarted with ``max_connections`` at :data:`FEW_SLOTS`, and a hog;
-    after the test, every slot given back and the cluster as it was."""
-    connections["default"].close()
-    postgres.query(f"ALTER SYSTEM SET max_connections = {FEW_SLOTS}")
-    postgres.restart("fast")
-    hog = Hog(postgres)
+def starved_role() -> Iterator[str]:
+    """A login role with the test database's tables, and not a superuser: the server
+    holds it to its connection limit, which the test lowers to starve the worker that
+    connects as it (a limit of the whole server would starve the reaper beside it too,
+    and any connection the reaper ends gives a slot back). Dropped after the test."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE ROLE {STARVED} LOGIN")
+        cursor.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {STARVED}")
+        cursor.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {STARVED}")
     try:
-        yield hog
+        yield STARVED
     finally:
-        hog.release()
-        connections["default"].close()
-        postgres.query("ALTER SYSTEM RESET max_connections")
-        postgres.restart("fast")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity WHERE usename = %s",
+                [STARVED],
+            )
+            cursor.execute(f"DROP OWNED BY {STARVED}")
+            cursor.execute(f"DROP ROLE {STARVED}")
+
+
+def end_starved_others(holder: int) -> list[tuple[Any, ...]]:
+    """Ends the starved worker's connections other than its lock's; those still there."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity WHERE {STARVED_OTHERS}",
+            [holder],
+        )
+    return starved_others(holder)
+
+
+def starved_others(holder: int) -> list[tuple[Any, ...]]:
+    """The starved worker's connections other than its lock's ``holder``."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT pid, backend_start, state, left(query, 80) FROM pg_stat_activity "
+            f"WHERE {STARVED_OTHERS}",
+            [holder],
+        )
+        return cursor.fetchall()
 
 
 def test_a_worker_starved_of_connection_slots_is_not_declared_dead(
-    postgres: PostgresCluster, few_slots: Hog, start_runjobs: Callable[..., Runjobs]
+    postgres: PostgresCluster, starved_role: str, start_runjobs: Callable[..., Runjobs]
 ) -> None:
-    """Another client takes every slot and the worker's loop loses its connections: its
-    heartbeat is silent past the lost-after window while a reaper keeps beating, yet its
-    liveness lock keeps it alive; once slots are free its runs end done, once each."""
+    """The worker's connections are ended and every new one is refused (its role's
+    connection limit is reached, as when the server's slots are gone) but its liveness
+    lock's: its heartbeat is silent past the lost-after window while a reaper keeps
+    beating, yet its lock keeps it alive; once it may connect again its runs end done,
+    once each."""
     reaper = start_runjobs(
         "--no-schedules", "--queue", "elsewhere", extra_env={"PGAPPNAME": "weft-reaper"}
     )
@@ -477,7 +477,10 @@ def test_a_worker_starved_of_connection_slots_is_not_declared_dead(
     job = registry.get("tests.watched_sleep")
     runs = [start(job, {"seconds": 10}) for _ in range(2)]
     starved = start_runjobs(
-        "--no-schedules", "--concurrency", "2", extra_env={"PGAPPNAME": "weft-starved"}
+        "--no-schedules",
+        "--concurrency",
+        "2",
+        extra_env={"PGAPPNAME": "weft-starved", "WEFT_TEST_PG_USER": starved_role},
     )
     ids = [run.pk for run in runs]
     wait_for(
@@ -489,18 +492,11 @@ def test_a_worker_starved_of_connection_slots_is_not_declared_dead(
     wait_for(lambda: lock_holder(postgres, starved_row.pk) is not None, PATIENCE, "its lock")
     holder = lock_holder(postgres, starved_row.pk)
 
-    few_slots.take_every_slot()
-    admin = few_slots.held[0]
-    database = database_name()
-    # No session may reach the test database while the freed slots are taken too.
-    admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
-    admin.execute(
-        "SELECT pg_terminate_backend(pid, 30000) FROM pg_stat_activity "
-        "WHERE application_name = 'weft-starved' AND pid <> %s",
-        (holder,),
-    )
-    few_slots.take_every_slot()
-    admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
+    assert holder is not None
+    with connection.cursor() as cursor:
+        # No new connection of its role but the one its lock holds.
+        cursor.execute(f"ALTER ROLE {starved_role} CONNECTION LIMIT 1")
+    wait_for(lambda: not end_starved_others(holder), PATIENCE, "its other connections to end")
     silenced = WorkerProcess.objects.get(pk=starved_row.pk).last_beat
     try:
         wait_for(
@@ -509,11 +505,14 @@ def test_a_worker_starved_of_connection_slots_is_not_declared_dead(
             "the reaper to beat (and reap) past the starved worker's window",
         )
         starving = WorkerProcess.objects.get(pk=starved_row.pk)
-        assert starving.last_beat == silenced, "its heartbeat was silent all along"
+        assert starving.last_beat == silenced, (
+            f"its heartbeat was silent all along; its connections: {starved_others(holder)}"
+        )
         assert starving.stopped_at is None, "not declared dead"
         assert not Run.objects.filter(pk__in=ids).exclude(status="running").exists()
     finally:
-        few_slots.release()
+        with connection.cursor() as cursor:
+            cursor.execute(f"ALTER ROLE {starved_role} CONNECTION LIMIT -1")
 
     wait_for(
         lambda: Run.objects.filter(pk__in=ids, status="done").count() == 2,

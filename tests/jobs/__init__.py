@@ -467,3 +467,18 @@ def exits_in_process(ctx: RunContext) -> None:
 def queued_for_processes(ctx: RunContext) -> int:
     """A job without an executor of its own: where it runs is its queue's choice."""
     return os.getpid()
+
+
+@job(
+    "tests.flaky_printer",
+    state=StateSpec("tests.build_state", initial=lambda: {"output": ""}),
+    retry=Retry(max_attempts=2, backoff=60, jitter=0),
+)
+def flaky_printer(ctx: RunContext) -> int:
+    """Prints which attempt it is, as a new buffer each attempt does, then fails its first
+    attempt: the second's output replaces the first's in the run's state."""
+    assert ctx.state is not None
+    ctx.state.change(lambda data: data.update(output=f"attempt {ctx.attempt} printed this\n"))
+    if ctx.attempt < 2:
+        raise ConnectionError("the mail server hung up")
+    return ctx.attempt

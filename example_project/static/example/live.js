@@ -1,7 +1,7 @@
 // A small client of django-weft's live socket (docs/live.md), shared by the example's pages.
 // It keeps the runs the server sends by id, resends a start with the same request id, and
 // calls back when anything changes. Of each run it keeps the frame with the highest
-// version, and the output with the highest revision. It lives through outages: state.live
+// revision, and the output with the highest state revision. It lives through outages: state.live
 // is false while changes do not arrive (the server said {"type": "live", "ok": false}, or
 // the socket is closed); every snapshot replaces the runs it knew; a socket that closes (a
 // server restart, the network) is opened again after a capped, jittered back-off,
@@ -64,7 +64,7 @@ export function connectLive({ documents = [], onChange, onError }) {
         const known = state.runs.get(frame.run.id);
         // Frames of one run can come out of order (two processes publish it, each as it
         // read it): one older than what is known is dropped.
-        if (known && frame.run.version < known.version) break;
+        if (known && frame.run.revision < known.revision) break;
         const run = { ...known, ...frame.run };
         if (known?.state && (frame.run.state_revision ?? -1) < (known.state_revision ?? -1)) {
           // A state frame already brought newer output than this run frame carries.

@@ -11,12 +11,17 @@ const views = new WeakMap(); // box -> { follow, top }
 function watch(box) {
   const view = { follow: true, top: 0 };
   views.set(box, view);
+  // A move up never follows, even one that ends a pixel from the end: a smooth scroll
+  // reports its first small steps there, and following then would pull the box back down
+  // on the next line and undo the reader's scroll.
   box.addEventListener("scroll", () => {
-    const down = box.scrollTop > view.top;
+    const moved = box.scrollTop - view.top;
     const gap = box.scrollHeight - box.scrollTop - box.clientHeight;
     view.top = box.scrollTop;
-    view.follow = gap <= AT_BOTTOM_PX
-      || (down && (view.follow || gap <= box.clientHeight * NEAR_END_SHARE));
+    if (moved < 0) view.follow = false;
+    else if (moved > 0) {
+      view.follow ||= gap <= Math.max(AT_BOTTOM_PX, box.clientHeight * NEAR_END_SHARE);
+    }
   });
   // A wheel says what the reader wants before its scroll reports a move: turned up, "stop
   // following", so a line arriving meanwhile does not pull the box back down; turned down
@@ -36,6 +41,10 @@ export function showOutput(cell, text) {
   if (!box) {
     box = document.createElement("pre");
     box.className = "output";
+    // It scrolls: the keyboard reaches it too (WCAG 2.1.1), and a reader hears what it is.
+    box.tabIndex = 0;
+    box.setAttribute("role", "region");
+    box.setAttribute("aria-label", "output");
     cell.replaceChildren(box);
     watch(box);
   }
