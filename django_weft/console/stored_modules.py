@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.db.models import QuerySet
@@ -33,8 +32,11 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from django_weft import access, operations
-from django_weft.console import formatting, refusals
+from django_weft.console import formatting, module_facts, refusals
 from django_weft.console.audit import HistoryFromOperations
+from django_weft.console.module_form import ModuleForm
+from django_weft.console.module_history import revision_view
+from django_weft.console.module_try import may_try, try_view
 from django_weft.console.moment_columns import moment_column
 from django_weft.console.refusals import act
 from django_weft.models import Module, ModuleRevision
@@ -42,24 +44,13 @@ from django_weft.models import Module, ModuleRevision
 if TYPE_CHECKING:
     ModuleAdminBase = admin.ModelAdmin[Module]
     ModuleRevisionInlineBase = admin.TabularInline[ModuleRevision, Module]
-    ModuleFormBase = forms.ModelForm[Module]
 else:
-    # ModelAdmin, TabularInline and ModelForm are generic only to the type checker.
+    # ModelAdmin and TabularInline are generic only to the type checker.
     ModuleAdminBase = admin.ModelAdmin
     ModuleRevisionInlineBase = admin.TabularInline
-    ModuleFormBase = forms.ModelForm
 
 #: The field of the list's form that carries, for module ``pk``, the revision its row showed.
 SHOWN_REVISION = "weft_revision_{pk}"
-
-
-class ModuleForm(ModuleFormBase):
-    """The fields an edit writes. The service layer checks the source (naming the line),
-    the grants and who may save; its refusal comes back onto this form."""
-
-    class Meta:
-        model = Module
-        fields = ["name", "source", "grants"]
 
 
 class ModuleRevisionInline(ModuleRevisionInlineBase):
@@ -67,8 +58,9 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
 
     model = ModuleRevision
     fk_name = "module"
-    fields = ["revision", "created", "author", "approval", "grants", "source_text"]
+    #: Every column is read-only: revisions are never edited.
     readonly_fields = ["revision", "created", "author", "approval", "grants", "source_text"]
+    fields = ["revision", "created", "author", "approval", "grants", "source_text"]
     extra = 0
     can_delete = False
     ordering = ["-revision"]
@@ -77,6 +69,11 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
 
     def has_add_permission(self, request: HttpRequest, obj: Module | None = None) -> bool:
         return False
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """The history is part of the module's page: whoever may see the page reads it
+        (Django would ask for the revisions' own view permission, which no role holds)."""
+        return self.admin_site.get_model_admin(Module).has_view_or_change_permission(request, obj)
 
     @admin.display(description=_("approved"))
     def approval(self, revision: ModuleRevision) -> str:
@@ -93,7 +90,21 @@ class ModuleRevisionInline(ModuleRevisionInlineBase):
 
     @admin.display(description=_("source"))
     def source_text(self, revision: ModuleRevision) -> str:
-        return format_html("<pre class='weft-module-source'>{}</pre>", revision.source)
+        """Its changes a click away, its whole source folded: a long source in a table
+        cell would push every other column off the screen."""
+        changes = reverse(
+            "admin:django_weft_module_revision", args=[quote(revision.module_id), revision.revision]
+        )
+        lines = revision.source.count("\n") + 1
+        return format_html(
+            "<a href='{}' class='weft-target'>{}</a>"
+            "<details><summary class='weft-target'>{}</summary>"
+            "<pre class='weft-module-source' tabindex='0'>{}</pre></details>",
+            changes,
+            _("changes") if revision.revision > 1 else _("first revision"),
+            _("%(lines)d lines") % {"lines": lines},
+            revision.source,
+        )
 
 
 class ModuleAdmin(
@@ -112,7 +123,7 @@ class ModuleAdmin(
 
     class Media:
         css = {"all": ["django_weft/console.css"]}
-        js = ["django_weft/scrolling.js"]
+        js = ["django_weft/scrolling.js", "django_weft/module_editor.js"]
 
     updated = moment_column("updated_at", _("updated"))
 
@@ -127,7 +138,7 @@ class ModuleAdmin(
             module.revision,
         )
 
-    @admin.display(description=_("runs"))
+    @admin.display(description=_("runs execute"))
     def runs(self, module: Module) -> str:
         """Which revision runs execute, and whether a later one waits for approval."""
         approved = module.approved
@@ -166,6 +177,22 @@ class ModuleAdmin(
                 "<path:object_id>/approve/<int:revision>/",
                 self.admin_site.admin_view(self.approve_view),
                 name="django_weft_module_approve",
+            ),
+            path(
+                "<path:object_id>/revisions/<int:revision>/",
+                self.admin_site.admin_view(
+                    lambda request, object_id, revision: revision_view(
+                        self, request, unquote(object_id), revision
+                    )
+                ),
+                name="django_weft_module_revision",
+            ),
+            path(
+                "<path:object_id>/try/",
+                self.admin_site.admin_view(
+                    lambda request, object_id: try_view(self, request, unquote(object_id))
+                ),
+                name="django_weft_module_try",
             ),
             *super().get_urls(),
         ]
@@ -227,7 +254,9 @@ class ModuleAdmin(
         form_url: str = "",
         obj: Module | None = None,
     ) -> HttpResponse:
-        """The page, with an *approve* button while its latest revision waits for one."""
+        """The page, with an *approve* button while its latest revision waits for one, a
+        *try it* link for those who may, the module's latest runs and the sandbox's
+        layers on this host."""
         waiting = obj is not None and (
             obj.approved is None or obj.approved.revision != obj.revision
         )
@@ -236,6 +265,13 @@ class ModuleAdmin(
                 f"{self.admin_site.name}:django_weft_module_approve",
                 args=[quote(obj.pk), obj.revision],
             )
+        if obj is not None:
+            if may_try(request.user, obj):
+                context["weft_try_url"] = reverse(
+                    f"{self.admin_site.name}:django_weft_module_try", args=[quote(obj.pk)]
+                )
+            context["weft_recent_runs"] = module_facts.recent_runs(request.user, obj)
+        context["weft_sandbox"] = module_facts.sandbox_status()
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     # -- who may do what --------------------------------------------------------------------

@@ -5,8 +5,8 @@
 descriptors inherited but its three pipes), or takes one a warm pool set up ahead.
 The runner adds the host's view of the layers to the child's report, fails the call
 when a layer that contains the module (:mod:`.containment`) or a required one is off,
-and hands host calls to the registered host functions. :func:`containment_problem`
-asks the same of this host once, for the system check.
+and hands host calls to the registered host functions. :func:`host_layers`
+asks the same of this host once, for the system check and the console.
 """
 
 from __future__ import annotations
@@ -161,12 +161,13 @@ PROBE_LIMITS = Limits(cpu_seconds=5, memory_bytes=512 * 1024 * 1024, output_byte
 
 
 @cache
-def containment_problem(layers: tuple[str, ...]) -> str | None:
-    """Why this host cannot contain a module with ``layers`` tried, or None if it can.
+def host_layers(layers: tuple[str, ...]) -> Layers | str:
+    """The report of every layer (as :func:`report_layers`) a child with ``layers`` tried
+    gets on this host, or why no child could start.
 
     Starts one real child with those layers, reads its report and kills it; the answer
-    is kept for the life of the process (per ``layers``), so the system check that asks
-    costs one child start.
+    is kept for the life of the process (per ``layers``), so the system check and the
+    console's module pages that ask cost one child start.
     """
     config = RoomConfig(
         imports=(),
@@ -180,11 +181,19 @@ def containment_problem(layers: tuple[str, ...]) -> str | None:
     try:
         child = Child(command, config, bubblewrap=bubblewrap_report)
         try:
-            report = report_layers(child.wait_ready(), child.bubblewrap)
+            return report_layers(child.wait_ready(), child.bubblewrap)
         finally:
             child.kill()
     except (OSError, SandboxError) as error:
         return f"a sandbox child could not start: {error}"
+
+
+def containment_problem(layers: tuple[str, ...]) -> str | None:
+    """Why this host cannot contain a module with ``layers`` tried, or None if it can
+    (from :func:`host_layers`, so asked again it starts no second child)."""
+    report = host_layers(layers)
+    if isinstance(report, str):
+        return report
     what_is_missing = containment.missing(report)
     return containment.describe(what_is_missing) if what_is_missing else None
 

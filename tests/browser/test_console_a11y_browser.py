@@ -39,10 +39,12 @@ from django_weft.models import (
 from django_weft.operations import (
     create_limit_for,
     pause_queue_for,
+    save_module_for,
     start,
     start_group,
     start_workflow,
 )
+from django_weft.sandbox.modules import save_module
 from tests.browsers import (
     AXE,
     RUN_AXE,
@@ -57,6 +59,13 @@ from tests.jobs import broken, build, noop
 from tests.processes import wait_for
 
 WIDTHS = (1280, 390)
+
+#: The module's second revision: lines long enough to need a sideways scroll at 390 px.
+GREETER = (
+    "def hello(name):\n"
+    "    greeting = f'Hello, {name}! Welcome to the newsroom, where every story starts.'\n"
+    "    return greeting\n"
+)
 SCHEMES = ("light", "dark")
 
 #: Each word of each list cell whose letters lie on more than one line, as "cell: word".
@@ -159,7 +168,12 @@ def console_rows() -> tuple[Any, Schedule, Module]:
         timezone="America/Toronto",
     )
     Schedule.objects.create(name="refresh.sitemap", job="tests.noop", every=timedelta(minutes=20))
-    module = Module.objects.create(name="greeter", source="def hello(name):\n    return name\n")
+    module = save_module(
+        Module(name="greeter", source="def hello(name):\n    return name\n", owner=root)
+    )
+    second = Module.objects.get(pk=module.pk)
+    second.source = GREETER
+    save_module_for(root, second)
     return root, schedule, module
 
 
@@ -228,11 +242,17 @@ def pages() -> list[tuple[str, str]]:
         ("add schedule", "admin:django_weft_schedule_add"),
         ("add module", "admin:django_weft_module_add"),
         ("add flow limit", "admin:django_weft_flowlimit_add"),
+        ("module revision", "admin:django_weft_module_revision"),
+        ("try module", "admin:django_weft_module_try"),
     ]
     return found
 
 
 def address(console: Console, url_name: str) -> str:
+    if url_name == "admin:django_weft_module_revision":
+        return reverse(url_name, args=[console.rows["module"], 2])
+    if url_name == "admin:django_weft_module_try":
+        return reverse(url_name, args=[console.rows["module"]])
     if url_name.endswith("_change"):
         model = url_name.removeprefix("admin:django_weft_").removesuffix("_change")
         return reverse(url_name, args=[console.rows[model]])
@@ -371,3 +391,44 @@ def test_console_a11y_bulk_confirmation_lists_runs_and_looks_destructive(
     back.click()
     page.wait_for_url(f"{console.base}{runs}")
     assert Run.objects.count() >= listed
+
+
+#: The source editor's gutter: its numbers, and where its first number and the
+#: textarea's first line of text sit (px from the page's top).
+GUTTER = """() => {
+  const area = document.querySelector("textarea[data-weft-code]");
+  const gutter = area.parentElement.querySelector(".weft-code-lines");
+  const firstLine = (element) => {
+    const style = getComputedStyle(element);
+    return element.getBoundingClientRect().top + parseFloat(style.borderTopWidth)
+      + parseFloat(style.paddingTop);
+  };
+  return {
+    numbers: gutter.textContent.trim().split("\\n"),
+    gutterTop: firstLine(gutter),
+    areaTop: firstLine(area),
+    lineHeights: [getComputedStyle(gutter).lineHeight, getComputedStyle(area).lineHeight],
+    wraps: getComputedStyle(area).whiteSpace,
+    font: getComputedStyle(area).fontFamily,
+  };
+}"""
+
+
+def test_console_module_source_has_line_numbers_that_follow_the_typing(
+    browser: Browser, console: Console
+) -> None:
+    """A module's source editor is monospace, never wraps (at 390 px a long line scrolls
+    sideways), and its gutter numbers each line, level with it, one more per new line."""
+    path = reverse("admin:django_weft_module_change", args=[console.rows["module"]])
+    page = admin_page(browser, console.base, "root", path, width=390)
+    shown = page.evaluate(GUTTER)
+    assert shown["numbers"] == ["1", "2", "3", "4"], "three lines and the empty one after"
+    assert shown["gutterTop"] == pytest.approx(shown["areaTop"], abs=1)
+    assert shown["lineHeights"][0] == shown["lineHeights"][1]
+    assert shown["wraps"] == "pre"
+    assert "monospace" in shown["font"]
+    area = page.locator("textarea[data-weft-code]")
+    assert area.evaluate("(el) => el.scrollWidth > el.clientWidth"), "a long line scrolls"
+    area.press("Control+End")
+    area.press_sequentially("\n\nprint('more')")
+    assert page.evaluate(GUTTER)["numbers"][-1] == "6"

@@ -132,7 +132,7 @@ def module_form(name: str, source: str) -> dict[str, str]:
     return {
         "name": name,
         "source": source,
-        "grants": "[]",
+        "grants": [],
         "revisions-TOTAL_FORMS": "0",
         "revisions-INITIAL_FORMS": "0",
     }

@@ -444,13 +444,16 @@ def signed_in(who: User) -> Client:
     return client
 
 
-def change_form(module: Module, source: str, grants: str = "[]") -> dict[str, str]:
-    """The change page's POST: the fields and the history's (read-only) inline rows."""
+def change_form(
+    module: Module, source: str, grants: list[str] | None = None
+) -> dict[str, str | list[str]]:
+    """The change page's POST: the fields (each grant a ticked box) and the history's
+    (read-only) inline rows."""
     revisions = list(module.revisions.order_by("-revision"))
-    data = {
+    data: dict[str, str | list[str]] = {
         "name": module.name,
         "source": source,
-        "grants": grants,
+        "grants": grants or [],
         "revisions-TOTAL_FORMS": str(len(revisions)),
         "revisions-INITIAL_FORMS": str(len(revisions)),
         "revisions-MIN_NUM_FORMS": "0",
@@ -470,7 +473,7 @@ def test_admin_module_change_only_staff_is_refused_on_the_form() -> None:
     staff = signed_in(user("bob", "change_module", "view_module"))
     page = staff.post(
         reverse("admin:django_weft_module_change", args=[module.pk]),
-        change_form(module, SECRET, '["tests.secret"]'),
+        change_form(module, SECRET, ["tests.secret"]),
     )
     assert page.status_code == 200
     assert "needs django_weft.manage_module, or to be its owner" in page.content.decode()
@@ -484,12 +487,12 @@ def test_admin_module_add_sets_the_owner_and_refuses_a_grant() -> None:
     ``grant_host_function`` is refused on the form, naming the function."""
     client = signed_in(user("alice", "add_module", "view_module"))
     add = reverse("admin:django_weft_module_add")
-    page = client.post(add, {"name": "m", "source": OLD, "grants": '["tests.secret"]'})
+    page = client.post(add, {"name": "m", "source": OLD, "grants": ["tests.secret"]})
     assert "grant &quot;tests.secret&quot; (needs django_weft.grant_host_function)" in (
         page.content.decode()
     )
     assert not Module.objects.exists()
-    assert client.post(add, {"name": "m", "source": OLD, "grants": "[]"}).status_code == 302
+    assert client.post(add, {"name": "m", "source": OLD, "grants": []}).status_code == 302
     assert Module.objects.get().owner == get_user_model().objects.get(username="alice")
 
 

@@ -24,7 +24,7 @@ from django_weft.conf import weft_settings
 from django_weft.sandbox import bubblewrap
 from django_weft.sandbox.allowlist import MODULE_NAMES
 from django_weft.sandbox.protocol import OPTIONAL_LAYERS
-from django_weft.sandbox.runner import containment_problem
+from django_weft.sandbox.runner import host_layers
 from tests.test_checks import only, weft_messages
 
 pytestmark = pytest.mark.django_db
@@ -201,16 +201,16 @@ def test_checks_sandbox_host_without_a_file_layer(monkeypatch: pytest.MonkeyPatc
     layers = ("network_namespace", "seccomp", "bubblewrap")
     monkeypatch.setenv("PATH", "/nonexistent")
     bubblewrap.probe.cache_clear()
-    containment_problem.cache_clear()
+    host_layers.cache_clear()
     try:
         with override_settings(WEFT_SANDBOX_LAYERS=layers):
             (message,) = only("django_weft.E030")
-            assert containment_problem.cache_info().currsize == 1
+            assert host_layers.cache_info().currsize == 1
             only("django_weft.E030")  # asked again: the cached answer, no second child
-            assert containment_problem.cache_info().hits >= 1
+            assert host_layers.cache_info().hits >= 1
     finally:
         bubblewrap.probe.cache_clear()
-        containment_problem.cache_clear()
+        host_layers.cache_clear()
     assert message.msg.startswith(
         "This host cannot contain a stored module: no file layer is on: the layer "
         '"landlock" is off (switched off (WEFT_SANDBOX_LAYERS)) and the layer "bubblewrap" '

@@ -120,7 +120,7 @@ def test_admin_module_add_refuses_a_syntax_error(admin_client: Client) -> None:
     """The add form shows RestrictedPython's message with the line, and saves nothing."""
     page = admin_client.post(
         reverse("admin:django_weft_module_add"),
-        {"name": "report/daily", "source": "def default():\n    return (\n", "grants": "[]"},
+        {"name": "report/daily", "source": "def default():\n    return (\n", "grants": []},
     )
     assert page.status_code == 200
     assert "Line 2: SyntaxError" in page.content.decode()
@@ -130,7 +130,7 @@ def test_admin_module_add_refuses_a_syntax_error(admin_client: Client) -> None:
 def test_admin_module_add_refuses_unknown_grants(admin_client: Client) -> None:
     page = admin_client.post(
         reverse("admin:django_weft_module_add"),
-        {"name": "report/daily", "source": "x = 1\n", "grants": '["tests.nope"]'},
+        {"name": "report/daily", "source": "x = 1\n", "grants": ["tests.nope"]},
     )
     assert "No host function is named &quot;tests.nope&quot;" in page.content.decode()
     assert not Module.objects.exists()
@@ -141,14 +141,14 @@ def test_admin_module_saves_revisions_and_shows_the_history(admin_client: Client
     page lists every revision with its source."""
     admin_client.post(
         reverse("admin:django_weft_module_add"),
-        {"name": "report/daily", "source": "def default():\n    return 'one'\n", "grants": "[]"},
+        {"name": "report/daily", "source": "def default():\n    return 'one'\n", "grants": []},
     )
     module = Module.objects.get(name="report/daily")
     change = reverse("admin:django_weft_module_change", args=[module.pk])
     data = {
         "name": "report/daily",
         "source": "def default():\n    return 'two'\n",
-        "grants": '["tests.add"]',
+        "grants": ["tests.add"],
         "revisions-TOTAL_FORMS": "1",
         "revisions-INITIAL_FORMS": "1",
         "revisions-MIN_NUM_FORMS": "0",
