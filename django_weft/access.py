@@ -56,6 +56,7 @@ ADD_SCHEDULE = "django_weft.add_schedule"
 CHANGE_SCHEDULE = "django_weft.change_schedule"
 DELETE_SCHEDULE = "django_weft.delete_schedule"
 PAUSE_QUEUE = "django_weft.pause_queue"
+QUIET_WORKER = "django_weft.quiet_workerprocess"
 VIEW_LIMIT = "django_weft.view_flowlimit"
 ADD_LIMIT = "django_weft.add_flowlimit"
 CHANGE_LIMIT = "django_weft.change_flowlimit"
@@ -148,6 +149,11 @@ def refusal(verb: str, permission: str, *, or_owner: bool = False) -> str:
 
 def may_start_runs(user: User) -> bool:
     return bool(user.is_authenticated and user.has_perm(ADD_RUN))
+
+
+def may_quiet_workers(user: User) -> bool:
+    """Quiet and resume worker processes: every worker's, as a pause is every queue's."""
+    return user.has_perm(QUIET_WORKER)
 
 
 def may_abort_run(user: User, run: Owned) -> bool:

@@ -12,10 +12,11 @@ from django_weft.console.audit import AuditRecordAdmin
 from django_weft.console.groups import GroupAdmin
 from django_weft.console.limits import FlowLimitAdmin
 from django_weft.console.overview_page import OverviewAdmin
-from django_weft.console.records import DocumentAdmin, WorkerProcessAdmin
+from django_weft.console.records import DocumentAdmin
 from django_weft.console.runs import RunAdmin
 from django_weft.console.schedules import ScheduleAdmin
 from django_weft.console.stored_modules import ModuleAdmin
+from django_weft.console.workers import WorkerProcessAdmin
 from django_weft.console.workflows import WorkflowAdmin
 from django_weft.models import (
     AuditRecord,

@@ -408,13 +408,13 @@ def through_admin(world: World, operation: str, user: Any) -> str:
     return "yes" if document_edited(world) else "no"
 
 
-def module_form(module: Module) -> dict[str, str]:
+def module_form(module: Module) -> dict[str, str | list[str]]:
     """The module's change page POST: new source, and the history's read-only inline rows."""
     revisions = list(module.revisions.order_by("-revision"))
-    data = {
+    data: dict[str, str | list[str]] = {
         "name": module.name,
         "source": SOURCE.replace("old", "edited"),
-        "grants": "[]",
+        "grants": [],
         "revisions-TOTAL_FORMS": str(len(revisions)),
         "revisions-INITIAL_FORMS": str(len(revisions)),
         "revisions-MIN_NUM_FORMS": "0",

@@ -103,6 +103,8 @@ class Worker:
     started_at: datetime
     last_beat: datetime
     silent: bool
+    #: Quieted by an operator: it takes no new work.
+    quiet: bool
     #: ``(run id, job)`` of each run it holds.
     runs: tuple[tuple[str, str], ...]
 
@@ -286,6 +288,7 @@ def _workers(now: datetime) -> list[Worker]:
             started_at=row.started_at,
             last_beat=row.last_beat,
             silent=row.last_beat < silent_since,
+            quiet=row.quiet,
             runs=tuple(held[row.pk]),
         )
         for row in rows

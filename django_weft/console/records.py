@@ -1,6 +1,5 @@
 """Records the console shows and never writes: documents (changed through the document
-API, one revision at a time; a run's state shown only to who sees the run in full) and
-worker processes (written by the workers themselves).
+API, one revision at a time; a run's state shown only to who sees the run in full).
 """
 
 from __future__ import annotations
@@ -8,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.contrib import admin
-from django.db.models import Count, Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
@@ -16,17 +15,16 @@ from django.utils.translation import gettext_lazy as _
 from django_weft import access
 from django_weft.console import formatting, visibility
 from django_weft.console.moment_columns import moment_column
-from django_weft.models import Document, Run, RunStatus, WorkerProcess
+from django_weft.models import Document, Run
 
 #: How a run's state document's key begins (``run:<id>``).
 RUN_STATE = "run:"
 
 if TYPE_CHECKING:
     DocumentAdminBase = admin.ModelAdmin[Document]
-    WorkerProcessAdminBase = admin.ModelAdmin[WorkerProcess]
 else:
     # ModelAdmin is generic only to the type checker.
-    DocumentAdminBase = WorkerProcessAdminBase = admin.ModelAdmin
+    DocumentAdminBase = admin.ModelAdmin
 
 
 class DocumentAdmin(DocumentAdminBase):
@@ -116,35 +114,3 @@ class DocumentAdmin(DocumentAdminBase):
         if obj is not None and obj.key.startswith(RUN_STATE):
             return False
         return super().has_delete_permission(request, obj)
-
-
-class WorkerProcessAdmin(WorkerProcessAdminBase):
-    """Worker rows are written by the workers themselves: read here, never edited or
-    deleted (``prunejobs`` deletes the rows of workers that stopped long ago)."""
-
-    list_display = ["__str__", "started", "beat", "stopped", "running"]
-    fields = readonly_fields = ("hostname", "pid", "started", "beat", "stopped")
-    ordering = ["-last_beat"]
-    started = moment_column("started_at", "started")
-    beat = moment_column("last_beat", "last beat")
-    stopped = moment_column("stopped_at", "stopped")
-
-    class Media:
-        css = {"all": ["django_weft/console.css"]}
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[WorkerProcess]:
-        held = Count("runs", filter=Q(runs__status=RunStatus.RUNNING))
-        return super().get_queryset(request).annotate(running_runs=held)
-
-    @admin.display(description=_("running"), ordering="running_runs")
-    def running(self, worker: WorkerProcess) -> int:
-        return int(getattr(worker, "running_runs", 0))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: WorkerProcess | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: WorkerProcess | None = None) -> bool:
-        return False

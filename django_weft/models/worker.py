@@ -21,12 +21,17 @@ class WorkerProcess(models.Model):
     started_at = models.DateTimeField()
     last_beat = models.DateTimeField()
     stopped_at = models.DateTimeField(null=True, blank=True)
+    quiet = models.BooleanField(
+        default=False,
+        help_text="Takes no new work, finishes what it holds; read at its next heartbeat.",
+    )
 
     objects = WorkerProcessQuerySet.as_manager()
 
     class Meta:
         verbose_name = "worker process"
         verbose_name_plural = "worker processes"
+        permissions = [("quiet_workerprocess", "Can quiet and resume worker processes")]
         indexes = [
             models.Index(
                 fields=["last_beat"],

@@ -33,7 +33,7 @@ paused queue), leaves no record.
 
 Callers import from here (``operations.start_for``): the modules behind it split the
 layer by what it acts on (``runs``, ``bulk`` for many runs at once, ``schedules``,
-``queues``, ``modules``, ``documents``, ``signals``, ``groups``, ``workflows``), with
+``queues``, ``workers``, ``modules``, ``documents``, ``signals``, ``groups``, ``workflows``), with
 ``base`` for what every checked call uses and ``refusals`` for how a refusal is
 described. It is one layer and one front door, in small rooms.
 """
@@ -116,6 +116,7 @@ from django_weft.operations.signals import (
     send_signal,
     send_signal_for,
 )
+from django_weft.operations.workers import quiet_worker_for
 from django_weft.operations.workflows import (
     WORKFLOW_FIELDS,
     WorkflowRequest,
@@ -186,6 +187,7 @@ __all__ = [
     "parse_start",
     "parse_workflow",
     "pause_queue_for",
+    "quiet_worker_for",
     "record",
     "require_schedule_change",
     "require_schedule_create",

@@ -24,7 +24,9 @@ run thread (the database went away) ends the thread's turn: the loop's error bou
 meets the outage and claims again after it. Executors that run tasks in the caller
 (``InlineExecutor``) leave every claim to the loop.
 
-After the first stop signal no thread claims: the loop's claim step and the run threads'
+A quiet worker (:mod:`~django_weft.engine.worker.membership`) claims nowhere: the loop
+skips its claim steps and a run thread claims nothing next. After the first stop signal
+no thread claims: the loop's claim step and the run threads'
 claims alike go through :meth:`Shutdown.unless_stopping
 <django_weft.engine.worker.shutdown.Shutdown.unless_stopping>`, which looks at the stop where
 the claim is made (a round begun before the signal still reaches its claim step).
@@ -223,6 +225,7 @@ class Intake:
             not self._in_flight.executor.runs_beside_caller
             or previous.given_up
             or process is None
+            or self._membership.quiet
             or not self._lookout.more_to_claim
             # Outcomes wait in memory until the loop records them; a killed worker loses
             # them, so threads do not outrun a loop that is slow to record.

@@ -259,12 +259,14 @@ class Worker:
             self.lookout.looked_everywhere()
         self._filled = False
         steps: list[tuple[str, Step]] = [("timeouts", self.timeouts.step)]
-        if not self.is_stopping and (everywhere or self.lookout.claim(now)):
+        # A quiet worker (see membership) takes no new work: no claim, no fire.
+        taking = not (self.is_stopping or self.membership.quiet)
+        if taking and (everywhere or self.lookout.claim(now)):
             steps.append(("claim", self._claim_first))
         steps.append(("heartbeat", self.membership.beat))
         steps.append(("finish", self._record_reports))
         if not self.is_stopping:
-            if self.options.schedules and (everywhere or self.lookout.fire(now)):
+            if taking and self.options.schedules and (everywhere or self.lookout.fire(now)):
                 steps.append(("schedule", self._schedule))
             steps.append(("look", partial(self.intake.look, everywhere=everywhere)))
             steps.append(("claim", self._claim_more))
@@ -301,14 +303,13 @@ class Worker:
         return result
 
     def next_wakeup(self) -> datetime | None:
-        """The next moment something is due here: a fire, a retry or rate slot, a timeout.
-
-        From what the last rounds read; a full look refreshes it at least once per poll
-        interval, which is also the longest the loop sleeps.
-        """
-        moments = [self.lookout.next_retry, self.lookout.next_slot, *self.timeouts.moments()]
-        if self.options.schedules:
-            moments.append(self.lookout.next_fire)
+        """The next moment something is due here: a fire, a retry or rate slot, a timeout
+        (only a timeout for a quiet worker, which claims and fires nothing). From what the
+        last rounds read; a full look refreshes it at least once per poll interval."""
+        moments: list[datetime | None] = [*self.timeouts.moments()]
+        if not self.membership.quiet:
+            moments += [self.lookout.next_retry, self.lookout.next_slot]
+            moments += [self.lookout.next_fire] if self.options.schedules else []
         return min((moment for moment in moments if moment is not None), default=None)
 
     # -- steps ------------------------------------------------------------------------------
@@ -333,8 +334,8 @@ class Worker:
         return claimed
 
     def _claim_more(self, now: datetime, changes: Changes) -> bool:
-        """A second claim if the first left slots free: at most one claim per free slot."""
-        if self._filled or not self.lookout.claim(now):
+        """A second claim if the first left slots free and the beat did not quiet the worker."""
+        if self._filled or self.membership.quiet or not self.lookout.claim(now):
             return False
         return self.intake.step(now, changes)
 

@@ -16,6 +16,10 @@ of that contract together, because they must agree on the clock and the windows:
 - a worker that is alive but has missed :data:`MISSED_BEATS` heartbeats (paused, hung)
   keeps its runs, except those past their timeout and grace: others finish those as
   lost (``Timeout``), as its own loop would have (:mod:`~django_weft.engine.worker.reaping`).
+
+Each beat also reads whether an operator quieted the worker (its row's ``quiet``, set
+through :func:`django_weft.operations.quiet_worker_for`): the loop then claims and fires
+nothing until it is resumed. A fence registers the new row quiet if the old one was.
 """
 
 from __future__ import annotations
@@ -52,12 +56,18 @@ class Membership:
         #: Whether the last beat went through: the reap step follows it.
         self._reap_due = False
         self.liveness: LivenessLock | None = None
+        #: Whether an operator quieted this worker, as of its last beat.
+        self.quiet = False
 
     def register(self, now: datetime) -> WorkerProcess:
         """Register this process (again, after a fence) as a new ``WorkerProcess``, and
         hold its liveness lock (on PostgreSQL) from now on."""
         self.process = WorkerProcess.objects.create(
-            hostname=socket.gethostname(), pid=os.getpid(), started_at=now, last_beat=now
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            started_at=now,
+            last_beat=now,
+            quiet=self.quiet,
         )
         self._next_beat = now + timedelta(seconds=weft_settings.HEARTBEAT_INTERVAL)
         self._reap_from = now + timedelta(seconds=weft_settings.LOST_AFTER)
@@ -71,17 +81,18 @@ class Membership:
         return self.process
 
     def beat(self, now: datetime, changes: Changes) -> bool:
-        """Beat when due, fence when declared dead; True if it fenced."""
+        """Beat when due and read whether the worker is quiet; fence when declared dead.
+        True if it fenced."""
         assert self.process is not None
         if self._next_beat is not None and now < self._next_beat:
             return False
-        alive = WorkerProcess.objects.filter(pk=self.process.pk, stopped_at__isnull=True).update(
-            last_beat=now
-        )
+        row = WorkerProcess.objects.filter(pk=self.process.pk, stopped_at__isnull=True)
+        alive = row.update(last_beat=now)
         self._next_beat = now + timedelta(seconds=weft_settings.HEARTBEAT_INTERVAL)
         if not alive:
             self._fence(now)
             return True
+        self._hear_quiet(bool(row.values_list("quiet", flat=True).first()))
         if self._reap_from is None:
             self._reap_from = now + timedelta(seconds=weft_settings.LOST_AFTER)
         self._reap_due = True
@@ -121,6 +132,21 @@ class Membership:
         if liveness is not None:
             liveness.stop()
             liveness.join(5)
+
+    def _hear_quiet(self, quiet: bool) -> None:
+        """Take the row's ``quiet`` as this worker's, saying so in the log when it changes."""
+        if quiet == self.quiet:
+            return
+        self.quiet = quiet
+        if quiet:
+            logger.warning(
+                "this worker (%s) was quieted: it claims no new runs and fires no schedules "
+                "until resumed, and finishes the %d run(s) it holds",
+                self.process,
+                len(self.in_flight),
+            )
+        else:
+            logger.warning("this worker (%s) was resumed: it claims runs again", self.process)
 
     def _fence(self, now: datetime) -> None:
         """Others declared this process dead: let go of its runs and register afresh."""
