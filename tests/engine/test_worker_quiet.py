@@ -143,3 +143,28 @@ def test_runjobs_quieted_from_the_console_finishes_its_run_and_claims_no_other()
     finally:
         output = process.finish()
     assert process.returncode == 0, output
+
+
+@pytest.mark.django_db
+def test_overview_and_worker_list_mark_a_quiet_worker(admin_client: Client) -> None:
+    """The overview's Workers table marks a quiet worker, and the worker list filters by it."""
+    WorkerProcess.objects.create(
+        hostname="web-1", pid=42, started_at="2026-12-07T10:00Z", last_beat="2026-12-07T10:00Z"
+    )
+    quiet = WorkerProcess.objects.create(
+        hostname="web-2",
+        pid=43,
+        started_at="2026-12-07T10:00Z",
+        last_beat="2026-12-07T10:00Z",
+        quiet=True,
+    )
+    overview = admin_client.get(reverse("admin:django_weft_overview_changelist")).content.decode()
+    workers = overview.split('id="weft-workers"')[1].split("</table>")[0]
+    rows = {row.split("<br>")[0].split(">")[-1]: row for row in workers.split("<tr")[2:]}
+    assert ">quiet</span>" in rows["web-2:43"]
+    assert ">quiet</span>" not in rows["web-1:42"]
+    listed = admin_client.get(
+        reverse("admin:django_weft_workerprocess_changelist"), {"quiet__exact": "1"}
+    ).content.decode()
+    assert str(quiet) in listed
+    assert "web-1:42" not in listed
