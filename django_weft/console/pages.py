@@ -37,6 +37,7 @@ from django_weft.console.history import (
     SPLITS,
 )
 from django_weft.console.overview import read_overview
+from django_weft.console.stalls import stalls
 from django_weft.engine.limits.reasons import Hold, holds
 from django_weft.jobs.output import output_in
 from django_weft.live import projections
@@ -172,6 +173,8 @@ def run_context(user: User, run: Run, now: datetime, zone: tzinfo) -> dict[str, 
         ),
         # The flow limits a queued run waits on, as text: a guest may read them too.
         "held_by": [_hold_text(hold, now) for hold in holds(run, now)],
+        # Whatever else keeps a queued run from being claimed (a paused queue, no worker).
+        "stalled_by": stalls(run, now, zone),
         "may_retry": run.is_finished and full and access.may_start_runs(user),
         # Which runs exist is no secret from a guest: both views link a retry both ways.
         "retry_of": run.retry_of_id,
