@@ -18,11 +18,13 @@ add ``REGISTRY``'s collectors to it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from django.db import DatabaseError
+from django.dispatch import Signal
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -285,12 +287,22 @@ def count_workflow_ended(sender: Any, outcome: str, **kwargs: Any) -> None:
     WORKFLOWS_ENDED.labels(outcome=outcome).inc()
 
 
+#: Each signal the counters count, its receiver, and the receiver's dispatch uid.
+RECEIVERS: tuple[tuple[Signal, Callable[..., None], str], ...] = (
+    (run_started, count_started, "django_weft.metrics.started"),
+    (run_finished, count_finished, "django_weft.metrics.finished"),
+    (group_ended, count_group_ended, "django_weft.metrics.group_ended"),
+    (workflow_ended, count_workflow_ended, "django_weft.metrics.workflow_ended"),
+    (outage_started, count_outage, "django_weft.metrics.outage"),
+    (outage_ended, count_outage_end, "django_weft.metrics.outage_end"),
+    (sandbox_called, count_sandbox_call, "django_weft.metrics.sandbox"),
+)
+
+
+@cache
 def connect() -> None:
-    """Count weft's signals from now on (called once, when the app is ready)."""
-    run_started.connect(count_started, dispatch_uid="django_weft.metrics.started")
-    run_finished.connect(count_finished, dispatch_uid="django_weft.metrics.finished")
-    group_ended.connect(count_group_ended, dispatch_uid="django_weft.metrics.group_ended")
-    workflow_ended.connect(count_workflow_ended, dispatch_uid="django_weft.metrics.workflow_ended")
-    outage_started.connect(count_outage, dispatch_uid="django_weft.metrics.outage")
-    outage_ended.connect(count_outage_end, dispatch_uid="django_weft.metrics.outage_end")
-    sandbox_called.connect(count_sandbox_call, dispatch_uid="django_weft.metrics.sandbox")
+    """Count weft's signals from now on: once, when the app is ready, or at the first
+    scrape of a process that had no prometheus_client when it started (it was installed
+    into a running server), so its counters count from then on instead of never."""
+    for signal, receiver, uid in RECEIVERS:
+        signal.connect(receiver, dispatch_uid=uid)

@@ -73,6 +73,8 @@ def metrics(request: HttpRequest) -> HttpResponse:
         if error.name != "prometheus_client":
             raise
         return HttpResponse(NOT_INSTALLED, status=501, content_type="text/plain")
+    # Installed after this process started: its counters count from this scrape on.
+    exported.connect()
     return HttpResponse(exported.exposition(), content_type=exported.CONTENT_TYPE)
 
 

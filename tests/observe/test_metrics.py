@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -17,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from django_weft.engine.database.outages import Outage
 from django_weft.models import PausedQueue, Schedule
 from django_weft.observe import checks as observe_checks
-from django_weft.observe import views
+from django_weft.observe import metrics, views
 from django_weft.operations import start
 from django_weft.sandbox.calls import call_module
 from django_weft.sandbox.errors import ModuleRaised
@@ -202,6 +203,35 @@ def test_metrics_answer_only_reads() -> None:
     """POST is not a scrape: 405."""
     headers = {"authorization": "Bearer tests-only-metrics-token"}
     assert Client().post(METRICS, headers=headers).status_code == 405
+
+
+@pytest.fixture
+def counters_never_connected() -> Iterator[None]:
+    """This process as one that had no prometheus_client when it started: nothing counts
+    weft's signals; connected again afterwards, as the app's start did."""
+    for signal, _receiver, uid in metrics.RECEIVERS:
+        signal.disconnect(dispatch_uid=uid)
+    metrics.connect.cache_clear()
+    try:
+        yield
+    finally:
+        metrics.connect.cache_clear()
+        metrics.connect()
+
+
+def test_metrics_installed_into_a_running_server_count_from_the_first_scrape(
+    rehearsal: Rehearsal, counters_never_connected: None
+) -> None:
+    """A process whose counters were never connected (prometheus_client installed while it
+    ran) connects them at its first scrape: runs that finish afterwards are counted."""
+    before = samples(metrics.exposition().decode())  # read without a scrape's connecting
+    start("tests.noop")
+    rehearsal.advance(timedelta(0))
+    first = scrape()
+    assert grown(before, first, "weft_runs_finished_total", job="tests.noop", status="done") == 0
+    start("tests.noop")
+    rehearsal.advance(timedelta(0))
+    assert grown(first, scrape(), "weft_runs_finished_total", job="tests.noop", status="done") == 1
 
 
 @pytest.fixture
