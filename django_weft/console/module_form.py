@@ -73,7 +73,7 @@ class ModuleForm(ModuleFormBase):
     the grants and who may save; its refusal comes back onto this form."""
 
     grants = GrantsField(
-        label=gettext_lazy("grants"),
+        label=gettext_lazy("Grants"),
         required=False,
         help_text=gettext_lazy("The host functions the module may call with host(name, ...)."),
     )
@@ -89,4 +89,10 @@ class ModuleForm(ModuleFormBase):
         if self.is_bound:
             widget = self.fields["grants"].widget
             granted += widget.value_from_datadict(self.data, self.files, self.add_prefix("grants"))
-        self.fields["grants"].choices = grant_choices(granted)  # type: ignore[attr-defined]
+        choices = grant_choices(granted)
+        self.fields["grants"].choices = choices  # type: ignore[attr-defined]
+        if not choices:
+            self.fields["grants"].help_text = _(
+                "This project registers no host function (docs/sandbox.md, host_function), "
+                "so there is none to grant."
+            )

@@ -97,4 +97,4 @@ class ModuleRevision(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.module_id} revision {self.revision}"
+        return f"revision {self.revision}"

@@ -182,3 +182,16 @@ def test_module_page_says_whether_this_host_contains_modules() -> None:
     for layer in ("limits", "restricted_python", "audit_hook", "seccomp", "network_namespace"):
         assert f"<td>{layer}</td>" in status
     assert "Modules run here: every layer that contains them is on." in status
+
+
+@pytest.mark.django_db
+def test_module_page_says_when_there_is_no_host_function_to_grant(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A project that registers no host function gets a sentence, not an empty list."""
+    owner = user("olga", "view_module")
+    module = stored(owner, source=ONE)
+    monkeypatch.setattr(host_functions, "_functions", {})
+    page = change_page(signed_in(owner), module)
+    assert "This project registers no host function" in page
+    assert 'name="grants"' not in page
